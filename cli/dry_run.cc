@@ -1,0 +1,138 @@
+#include "cli/dry_run.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "cli/args.h"
+#include "cli/placement_format.h"
+#include "common/file_util.h"
+#include "config/loader.h"
+#include "scheduler/gang_file.h"
+#include "scheduler/gang_scheduler.h"
+
+namespace topogang::cli {
+
+const char kDryRunHelp[] = R"(usage: topogang dry-run --cluster FILE --jobs FILE [options]
+
+Places each job (gang) of the jobs file in order, as if every placed job kept
+running, and prints where it went or why it did not fit. Needs no cluster.
+
+  --cluster FILE     cluster file (explicit nodes or generator form)
+  --jobs FILE        jobs file: a list of gangs
+  --config FILE      topogang config (topology tiers, bandwidths); overrides the
+                     cluster file's topology section
+  --drain NODE,...   treat these nodes as drained (cordoned) before placing
+  --format table|json  output format (default table)
+  --verbose          also print each member's node and GPU indices
+
+Exit status: 0 when the inputs are valid (whether or not every job fits),
+2 on bad input.
+)";
+
+int RunDryRun(int argc, char** argv) {
+  auto args = ParseArgs(argc, argv, 2, {"cluster", "jobs", "config", "drain", "format", "server"},
+                        {"help", "verbose"});
+  if (!args.ok()) {
+    std::cerr << "topogang dry-run: " << args.status().message() << "\n\n" << kDryRunHelp;
+    return 2;
+  }
+  if (args->Has("help")) {
+    std::cout << kDryRunHelp;
+    return 0;
+  }
+  const std::string format = args->Get("format", "table");
+  if (format != "table" && format != "json") {
+    std::cerr << "topogang dry-run: --format must be table or json, got '" << format << "'\n";
+    return 2;
+  }
+  if (!args->Has("cluster") || !args->Has("jobs")) {
+    std::cerr << "topogang dry-run: --cluster and --jobs are required\n\n" << kDryRunHelp;
+    return 2;
+  }
+  auto loaded = LoadClusterFiles(args->Get("cluster"), args->Get("config"));
+  if (!loaded.ok()) {
+    std::cerr << "topogang dry-run: " << loaded.status().message() << "\n";
+    return 2;
+  }
+  auto cluster = BuildCluster(*loaded);
+  if (!cluster.ok()) {
+    std::cerr << "topogang dry-run: " << args->Get("cluster") << ": " << cluster.status().message()
+              << "\n";
+    return 2;
+  }
+  auto jobs_text = ReadFileToString(args->Get("jobs"));
+  if (!jobs_text.ok()) {
+    std::cerr << "topogang dry-run: " << jobs_text.status().message() << "\n";
+    return 2;
+  }
+  auto jobs = ParseJobsFile(*jobs_text, args->Get("jobs"));
+  if (!jobs.ok()) {
+    std::cerr << "topogang dry-run: " << jobs.status().message() << "\n";
+    return 2;
+  }
+  for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
+
+  GangScheduler sched(*std::move(cluster), loaded->config.scheduler);
+  const Cluster& c = sched.cluster();
+  if (args->Has("drain")) {
+    for (absl::string_view name : absl::StrSplit(args->Get("drain"), ',', absl::SkipEmpty())) {
+      int n = c.FindNode(name);
+      if (n < 0) {
+        std::cerr << "topogang dry-run: --drain: no node named '" << name << "' in "
+                  << args->Get("cluster") << "\n";
+        return 2;
+      }
+      sched.SetNodeCordoned(n, true, absl::UnixEpoch());
+    }
+  }
+
+  nlohmann::json out = nlohmann::json::array();
+  Table table({"GANG", "GPUS", "PLACED", "TIER", "BW(Gb/s)", "SPAN", "NODES / REASON"});
+  int placed = 0;
+  for (const GangSpec& gang : *jobs) {
+    absl::StatusOr<Placement> result = sched.DryRun(gang);
+    if (result.ok()) {
+      if (absl::Status s = sched.Adopt(gang, *result, GangState::kRunning, absl::UnixEpoch());
+          !s.ok()) {
+        result = s;  // duplicate name: reported like any other failure
+      } else {
+        ++placed;
+      }
+    }
+    if (format == "json") {
+      out.push_back(PlacementJson(c, gang, result));
+      continue;
+    }
+    if (!result.ok()) {
+      table.Add({gang.name, absl::StrCat(gang.total_gpus()), "no", "-", "-", "-",
+                 std::string(result.status().message())});
+      continue;
+    }
+    table.Add({gang.name, absl::StrCat(gang.total_gpus()), "yes", c.LevelName(result->level),
+               absl::StrFormat("%.0f", result->bandwidth_gbps), DescribeSpan(c, *result),
+               CompressNodeList(c, result->Nodes())});
+    if (args->Has("verbose")) {
+      for (size_t m = 0; m < result->members.size(); ++m) {
+        const MemberPlacement& mp = result->members[m];
+        std::string gpus;
+        for (int g : mp.gpus) absl::StrAppend(&gpus, gpus.empty() ? "" : ",", g - c.node(mp.node).gpu_begin);
+        table.Add({absl::StrCat("  member ", m), "", "", "", "", c.node(mp.node).name, "gpus " + gpus});
+      }
+    }
+  }
+  if (format == "json") {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "cluster " << c.name() << ": " << c.num_nodes() << " nodes, " << c.num_gpus()
+            << " GPUs, tiers";
+  for (int l = 1; l < c.num_levels(); ++l) std::cout << (l == 1 ? " " : " > ") << c.LevelName(l);
+  std::cout << "\n\n" << table.Render();
+  std::cout << "\n" << placed << " of " << jobs->size() << " gangs placed; "
+            << c.FreeHealthy(0) << " of " << c.num_gpus() << " GPUs free and healthy\n";
+  return 0;
+}
+
+}  // namespace topogang::cli

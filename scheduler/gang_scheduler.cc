@@ -1,0 +1,202 @@
+#include "scheduler/gang_scheduler.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace topogang {
+
+const char* GangStateName(GangState s) {
+  return s == GangState::kReserved ? "reserved" : "running";
+}
+
+const char* ReplanKindName(ReplanEvent::Kind k) {
+  switch (k) {
+    case ReplanEvent::Kind::kReplanned: return "replanned";
+    case ReplanEvent::Kind::kDropped: return "dropped";
+    case ReplanEvent::Kind::kReplacementProposed: return "replacement-proposed";
+    case ReplanEvent::Kind::kReplacementApplied: return "replacement-applied";
+    case ReplanEvent::Kind::kReplacementImpossible: return "replacement-impossible";
+  }
+  return "?";
+}
+
+GangScheduler::GangScheduler(Cluster cluster, SchedulerOptions options)
+    : cluster_(std::move(cluster)), options_(options) {}
+
+absl::StatusOr<const GangRecord*> GangScheduler::Reserve(const GangSpec& gang, absl::Time now) {
+  if (gangs_.count(gang.name)) {
+    return absl::AlreadyExistsError(absl::StrCat("gang '", gang.name, "' already holds GPUs"));
+  }
+  auto placement = planner().Plan(gang);
+  if (!placement.ok()) return placement.status();
+  if (absl::Status s = Adopt(gang, std::move(*placement), GangState::kReserved, now); !s.ok()) {
+    return s;
+  }
+  return &gangs_.find(gang.name)->second;
+}
+
+absl::Status GangScheduler::Adopt(const GangSpec& gang, Placement placement, GangState state,
+                                  absl::Time now, bool require_healthy) {
+  if (gangs_.count(gang.name)) {
+    return absl::AlreadyExistsError(absl::StrCat("gang '", gang.name, "' already holds GPUs"));
+  }
+  std::vector<int> gpus = placement.Gpus();
+  if (absl::Status s = cluster_.Allocate(gpus, require_healthy); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("gang '", gang.name, "': ", s.message()));
+  }
+  SummarizePlacement(cluster_, &placement);
+  GangRecord rec{gang, std::move(placement), state, now, now + options_.reservation_ttl};
+  gangs_.emplace(gang.name, std::move(rec));
+  return absl::OkStatus();
+}
+
+absl::Status GangScheduler::Commit(absl::string_view name) {
+  auto it = gangs_.find(name);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  it->second.state = GangState::kRunning;
+  return absl::OkStatus();
+}
+
+absl::Status GangScheduler::Release(absl::string_view name) {
+  auto it = gangs_.find(name);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  if (absl::Status s = cluster_.Release(it->second.placement.Gpus()); !s.ok()) {
+    return absl::InternalError(absl::StrCat("releasing gang '", name, "': ", s.message()));
+  }
+  gangs_.erase(it);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> GangScheduler::ExpireReservations(absl::Time now) {
+  std::vector<std::string> expired;
+  for (const auto& [name, rec] : gangs_) {
+    if (rec.state == GangState::kReserved && rec.expires_at <= now) expired.push_back(name);
+  }
+  for (const std::string& n : expired) (void)Release(n);
+  return expired;
+}
+
+const GangRecord* GangScheduler::Find(absl::string_view name) const {
+  auto it = gangs_.find(name);
+  return it == gangs_.end() ? nullptr : &it->second;
+}
+
+std::vector<ReplanEvent> GangScheduler::SetNodeCordoned(int node, bool cordoned, absl::Time now) {
+  cluster_.SetNodeCordoned(node, cordoned);
+  return cordoned ? ReactToHealthLoss(now) : std::vector<ReplanEvent>{};
+}
+
+std::vector<ReplanEvent> GangScheduler::SetGpuFaulty(int gpu, bool faulty, absl::Time now) {
+  cluster_.SetGpuFaulty(gpu, faulty);
+  return faulty ? ReactToHealthLoss(now) : std::vector<ReplanEvent>{};
+}
+
+std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
+  std::vector<ReplanEvent> events;
+  std::vector<std::string> names;
+  for (const auto& [name, rec] : gangs_) names.push_back(name);
+  for (const std::string& name : names) {
+    GangRecord& rec = gangs_.find(name)->second;
+    std::vector<int> lost;
+    for (size_t m = 0; m < rec.placement.members.size(); ++m) {
+      const auto& gpus = rec.placement.members[m].gpus;
+      if (std::any_of(gpus.begin(), gpus.end(), [&](int g) { return !cluster_.IsHealthy(g); })) {
+        lost.push_back(static_cast<int>(m));
+      }
+    }
+    if (lost.empty()) continue;
+    if (rec.state == GangState::kReserved) {
+      // Nothing runs yet: move the whole reservation, all-or-nothing.
+      GangSpec spec = rec.spec;
+      absl::Time expires = rec.expires_at;
+      (void)Release(name);
+      auto p = planner().Plan(spec);
+      if (p.ok() && Adopt(spec, *p, GangState::kReserved, now).ok()) {
+        gangs_.find(name)->second.expires_at = std::max(expires, now + options_.reservation_ttl);
+        events.push_back({ReplanEvent::Kind::kReplanned, name,
+                          absl::StrCat("moved off unhealthy GPUs; now spans one ",
+                                       cluster_.LevelName(p->level)),
+                          lost, {}});
+      } else {
+        events.push_back({ReplanEvent::Kind::kDropped, name,
+                          p.ok() ? "re-plan failed" : std::string(p.status().message()), lost, {}});
+      }
+      continue;
+    }
+    std::vector<int> anchors;
+    for (size_t m = 0; m < rec.placement.members.size(); ++m) {
+      if (!std::binary_search(lost.begin(), lost.end(), static_cast<int>(m))) {
+        anchors.push_back(rec.placement.members[m].node);
+      }
+    }
+    auto repl = planner().PlanNear(rec.spec, static_cast<int>(lost.size()), anchors);
+    if (!repl.ok()) {
+      events.push_back({ReplanEvent::Kind::kReplacementImpossible, name,
+                        std::string(repl.status().message()), lost, {}});
+      continue;
+    }
+    ReplanEvent ev{ReplanEvent::Kind::kReplacementProposed, name, "", lost, *repl};
+    if (options_.auto_apply_replacements && ApplyReplacement(name, lost, *repl).ok()) {
+      ev.kind = ReplanEvent::Kind::kReplacementApplied;
+    }
+    const GangRecord& after = gangs_.find(name)->second;
+    ev.detail = absl::StrCat(lost.size(), " member(s) lost; replacement keeps the gang within one ",
+                             cluster_.LevelName(after.placement.level));
+    events.push_back(std::move(ev));
+  }
+  return events;
+}
+
+absl::Status GangScheduler::ApplyReplacement(absl::string_view name,
+                                             const std::vector<int>& lost,
+                                             const std::vector<MemberPlacement>& replacement) {
+  auto it = gangs_.find(name);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  GangRecord& rec = it->second;
+  if (lost.size() != replacement.size()) {
+    return absl::InvalidArgumentError("replacement size differs from lost members");
+  }
+  for (int m : lost) {
+    if (m < 0 || m >= static_cast<int>(rec.placement.members.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("member ", m, " out of range"));
+    }
+  }
+  std::vector<int> fresh, old;
+  for (const MemberPlacement& mp : replacement) fresh.insert(fresh.end(), mp.gpus.begin(), mp.gpus.end());
+  for (int m : lost) {
+    const auto& g = rec.placement.members[m].gpus;
+    old.insert(old.end(), g.begin(), g.end());
+  }
+  if (absl::Status s = cluster_.Allocate(fresh); !s.ok()) return s;
+  if (absl::Status s = cluster_.Release(old); !s.ok()) {
+    (void)cluster_.Release(fresh);
+    return absl::InternalError(absl::StrCat("releasing lost members: ", s.message()));
+  }
+  for (size_t i = 0; i < lost.size(); ++i) rec.placement.members[lost[i]] = replacement[i];
+  SummarizePlacement(cluster_, &rec.placement);
+  return absl::OkStatus();
+}
+
+absl::Status GangScheduler::CheckInvariants() const {
+  if (absl::Status s = cluster_.CheckInvariants(); !s.ok()) return s;
+  std::vector<char> held(cluster_.num_gpus(), 0);
+  size_t total = 0;
+  for (const auto& [name, rec] : gangs_) {
+    for (int g : rec.placement.Gpus()) {
+      if (g < 0 || g >= cluster_.num_gpus()) return absl::InternalError("GPU out of range");
+      if (held[g]++) return absl::InternalError(absl::StrCat("GPU ", g, " held twice"));
+      if (cluster_.IsFree(g)) {
+        return absl::InternalError(absl::StrCat("gang ", name, " holds free GPU ", g));
+      }
+      ++total;
+    }
+  }
+  size_t used = cluster_.num_gpus() - cluster_.free_mask().Count();
+  if (used != total) {
+    return absl::InternalError(absl::StrCat(used, " GPUs used but gangs hold ", total));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace topogang

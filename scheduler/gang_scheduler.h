@@ -1,0 +1,97 @@
+// The scheduling state shared by the CLI, the simulator and the daemon: one Cluster, the gangs
+// holding GPUs on it (reserved = promised but not yet bound, running = bound), and the reactions
+// to drains and faults. Pure: callers pass the time in.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "scheduler/gang.h"
+#include "scheduler/placement.h"
+#include "scheduler/planner.h"
+#include "topology/cluster.h"
+
+namespace topogang {
+
+struct SchedulerOptions {
+  // How long a reservation may wait for its members to bind before it is released.
+  absl::Duration reservation_ttl = absl::Seconds(30);
+  // Running gangs that lose members get a replacement proposal; apply it at once when true.
+  bool auto_apply_replacements = false;
+};
+
+enum class GangState { kReserved, kRunning };
+const char* GangStateName(GangState s);
+
+struct GangRecord {
+  GangSpec spec;
+  Placement placement;
+  GangState state = GangState::kReserved;
+  absl::Time reserved_at;
+  absl::Time expires_at;  // meaningful while reserved
+};
+
+// What a health change did to the gangs holding GPUs.
+struct ReplanEvent {
+  enum class Kind {
+    kReplanned,            // a reservation moved off unhealthy GPUs
+    kDropped,              // a reservation could not be re-planned and was released
+    kReplacementProposed,  // a running gang lost members; here is where they could go
+    kReplacementApplied,   // ... and the proposal was applied (auto_apply_replacements)
+    kReplacementImpossible,
+  };
+  Kind kind;
+  std::string gang;
+  std::string detail;
+  std::vector<int> lost_members;
+  std::vector<MemberPlacement> replacement;  // for kReplacement*
+};
+const char* ReplanKindName(ReplanEvent::Kind k);
+
+class GangScheduler {
+ public:
+  explicit GangScheduler(Cluster cluster, SchedulerOptions options = {});
+
+  const Cluster& cluster() const { return cluster_; }
+  const SchedulerOptions& options() const { return options_; }
+  Planner planner() const { return Planner(cluster_); }
+
+  // Plans without reserving.
+  absl::StatusOr<Placement> DryRun(const GangSpec& gang) const { return planner().Plan(gang); }
+  // Plans and reserves every GPU of the gang, or nothing. AlreadyExists if the name is taken.
+  absl::StatusOr<const GangRecord*> Reserve(const GangSpec& gang, absl::Time now);
+  // Reserves a given placement (e.g. rebuilt from what the API server says is bound).
+  // require_healthy=false records GPUs already in use on nodes that have since gone bad.
+  absl::Status Adopt(const GangSpec& gang, Placement placement, GangState state, absl::Time now,
+                     bool require_healthy = true);
+  absl::Status Commit(absl::string_view gang);   // reserved -> running (no expiry)
+  absl::Status Release(absl::string_view gang);  // frees every GPU the gang holds
+  // Releases reservations whose TTL has passed; returns their names.
+  std::vector<std::string> ExpireReservations(absl::Time now);
+
+  const GangRecord* Find(absl::string_view gang) const;
+  const std::map<std::string, GangRecord, std::less<>>& gangs() const { return gangs_; }
+
+  // Health changes. Reservations touching newly unhealthy GPUs are re-planned (or dropped);
+  // running gangs get replacement proposals for the members they lost.
+  std::vector<ReplanEvent> SetNodeCordoned(int node, bool cordoned, absl::Time now);
+  std::vector<ReplanEvent> SetGpuFaulty(int gpu, bool faulty, absl::Time now);
+  // Moves lost members of a running gang to `replacement` (all-or-nothing).
+  absl::Status ApplyReplacement(absl::string_view gang, const std::vector<int>& lost_members,
+                                const std::vector<MemberPlacement>& replacement);
+
+  // Cluster counters exact, every held GPU marked used, no GPU held twice.
+  absl::Status CheckInvariants() const;
+
+ private:
+  std::vector<ReplanEvent> ReactToHealthLoss(absl::Time now);
+
+  Cluster cluster_;
+  SchedulerOptions options_;
+  std::map<std::string, GangRecord, std::less<>> gangs_;
+};
+
+}  // namespace topogang

@@ -1,0 +1,40 @@
+#include "scheduler/placement.h"
+
+#include <algorithm>
+
+namespace topogang {
+
+std::vector<int> Placement::Gpus() const {
+  std::vector<int> out;
+  for (const MemberPlacement& m : members) out.insert(out.end(), m.gpus.begin(), m.gpus.end());
+  return out;
+}
+
+std::vector<int> Placement::Nodes() const {
+  std::vector<int> out;
+  for (const MemberPlacement& m : members) out.push_back(m.node);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+void SummarizePlacement(const Cluster& c, Placement* p) {
+  std::vector<int> nodes = p->Nodes();
+  p->domains_per_level.assign(c.num_levels(), 0);
+  if (nodes.empty()) return;
+  for (int l = 0; l < c.num_levels(); ++l) {
+    int count = 0, last = -1;
+    for (int n : nodes) {  // nodes ascending => ancestors ascending
+      int d = c.AncestorAt(c.NodeDomain(n), l);
+      if (d != last) ++count, last = d;
+    }
+    p->domains_per_level[l] = count;
+  }
+  int level = 0;
+  while (level + 1 < c.num_levels() && p->domains_per_level[level + 1] == 1) ++level;
+  p->level = level;
+  p->domain = c.AncestorAt(c.NodeDomain(nodes.front()), level);
+  p->bandwidth_gbps = c.SpanBandwidthGbps(level);
+}
+
+}  // namespace topogang

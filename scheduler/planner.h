@@ -1,0 +1,54 @@
+// Places a whole gang on the cluster as it is now, without changing it.
+//
+// Policy (deterministic for the same input):
+//  1. The lowest tier that fits: try one node, then one NVLink domain/leaf/..., up to the
+//     required tier (or the whole cluster).
+//  2. Among the domains of that tier that fit, best fit: the fewest free GPUs left over, then the
+//     fewest left over in its parent, and so on up. Small gangs thus fill domains already in use
+//     and keep whole leaves and NVLink domains free for large gangs.
+//  3. Inside the chosen domain, span as few child domains as possible: take the children with the
+//     most room until the rest fits in one child, then the tightest child that holds the rest.
+// Slices (groups of k members sharing a tier) are placed as units at and above the slice tier.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/gang.h"
+#include "scheduler/placement.h"
+#include "topology/cluster.h"
+
+namespace topogang {
+
+class Planner {
+ public:
+  explicit Planner(const Cluster& cluster) : c_(cluster) {}
+
+  // A placement, or: InvalidArgument for a malformed gang or unknown tier/SKU; ResourceExhausted
+  // whose message names the tightest constraint ("needs 64 GPUs within one leaf; the best leaf
+  // has room for 40").
+  absl::StatusOr<Placement> Plan(const GangSpec& gang) const;
+
+  // Places `count` more members of `gang` as close as possible to `anchor_nodes` (its surviving
+  // members): the smallest domain holding survivors first, widening one level at a time, never
+  // past the gang's required tier. Used to replace members lost to node or GPU failures.
+  absl::StatusOr<std::vector<MemberPlacement>> PlanNear(const GangSpec& gang, int count,
+                                                        std::span<const int> anchor_nodes) const;
+
+ private:
+  struct Request;
+  absl::StatusOr<Placement> PlanForSku(const GangSpec& gang, int sku, int top_level,
+                                       int pref_level) const;
+  bool Search(const Request& r, int scope, int top_level, std::vector<MemberPlacement>* out,
+              int* chosen) const;
+  int UnitCap(const Request& r, int domain) const;
+  bool Better(const Request& r, int a, int b) const;
+  void Assign(const Request& r, int domain, int units, bool slice_units,
+              std::vector<MemberPlacement>* out) const;
+  std::string NoFitReason(const GangSpec& gang, int sku, int top_level) const;
+
+  const Cluster& c_;
+};
+
+}  // namespace topogang

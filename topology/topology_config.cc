@@ -1,0 +1,133 @@
+#include "topology/topology_config.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/yaml_util.h"
+
+namespace topogang {
+namespace {
+
+constexpr char kTopograph[] = "network.topology.nvidia.com/";
+
+TierSpec Tier(std::string name, std::string label, double bw, double oversub = 1,
+              bool optional = false) {
+  return TierSpec{std::move(name), std::move(label), bw, oversub, optional};
+}
+
+}  // namespace
+
+std::vector<std::string> PresetNames() { return {"topograph", "aws", "gke", "gb200"}; }
+
+absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name) {
+  TopologyConfig c;
+  c.preset = std::string(name);
+  if (name == "topograph") {
+    // 400 Gb/s per GPU (one ConnectX-7 per GPU); NVLink domain optional: HGX nodes have none.
+    c.tiers = {Tier("core", absl::StrCat(kTopograph, "core"), 400),
+               Tier("spine", absl::StrCat(kTopograph, "spine"), 400),
+               Tier("leaf", absl::StrCat(kTopograph, "leaf"), 400),
+               Tier("accelerator", absl::StrCat(kTopograph, "accelerator"), 7200, 1, true)};
+  } else if (name == "aws") {
+    // EFA on p5: 3200 Gb/s per 8-GPU node = 400 per GPU. Layer 1 is farthest from the node.
+    c.tiers = {Tier("layer-1", "topology.k8s.aws/network-node-layer-1", 400),
+               Tier("layer-2", "topology.k8s.aws/network-node-layer-2", 400),
+               Tier("layer-3", "topology.k8s.aws/network-node-layer-3", 400)};
+  } else if (name == "gke") {
+    c.tiers = {Tier("block", "cloud.google.com/gce-topology-block", 400),
+               Tier("subblock", "cloud.google.com/gce-topology-subblock", 400),
+               Tier("host", "cloud.google.com/gce-topology-host", 400, 1, true)};
+  } else if (name == "gb200") {
+    // NVL72: 72 GPUs share NVLink 5 (1.8 TB/s = 14400 Gb/s per GPU).
+    c.tiers = {Tier("spine", absl::StrCat(kTopograph, "spine"), 400),
+               Tier("leaf", absl::StrCat(kTopograph, "leaf"), 400),
+               Tier("nvlink", "nvidia.com/gpu.clique", 14400, 1, true)};
+    c.node_bandwidth_gbps = 14400;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown topology preset '", name,
+                                                   "' (known: ", absl::StrJoin(PresetNames(), ", "),
+                                                   ")"));
+  }
+  return c;
+}
+
+absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
+                                                   absl::string_view source) {
+  if (absl::Status s = YamlCheckKeys(node, source, {"preset", "node_bandwidth_gbps", "cluster_bandwidth_gbps",
+                                      "cluster_oversubscription", "tiers"},
+                                     "topology");
+      !s.ok()) {
+    return s;
+  }
+  auto preset = YamlString(node, "preset", source, std::string("topograph"));
+  if (!preset.ok()) return preset.status();
+  auto config = PresetTopology(*preset);
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, node["preset"]), ": ", config.status().message()));
+  }
+  auto node_bw = YamlDouble(node, "node_bandwidth_gbps", source, 1, 1e6, config->node_bandwidth_gbps);
+  if (!node_bw.ok()) return node_bw.status();
+  config->node_bandwidth_gbps = *node_bw;
+  auto cluster_bw =
+      YamlDouble(node, "cluster_bandwidth_gbps", source, 0.001, 1e6, config->cluster_bandwidth_gbps);
+  if (!cluster_bw.ok()) return cluster_bw.status();
+  config->cluster_bandwidth_gbps = *cluster_bw;
+  auto cluster_over = YamlDouble(node, "cluster_oversubscription", source, 1, 1000,
+                                 config->cluster_oversubscription);
+  if (!cluster_over.ok()) return cluster_over.status();
+  config->cluster_oversubscription = *cluster_over;
+
+  YAML::Node tiers = node["tiers"];
+  if (!tiers.IsDefined() || tiers.IsNull()) return config;
+  if (!tiers.IsSequence()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, tiers), ": tiers: expected a list"));
+  }
+  if (tiers.size() > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, tiers), ": tiers: at most 16 tiers, got ", tiers.size()));
+  }
+  config->tiers.clear();
+  std::set<std::string> names, labels;
+  for (size_t i = 0; i < tiers.size(); ++i) {
+    const YAML::Node t = tiers[i];
+    std::string ctx = absl::StrCat("tiers[", i, "]");
+    if (absl::Status s = YamlCheckKeys(
+            t, source, {"name", "label", "bandwidth_gbps", "oversubscription", "optional"}, ctx);
+        !s.ok()) {
+      return s;
+    }
+    TierSpec spec;
+    auto name = YamlString(t, "name", source, std::nullopt);
+    auto label = YamlString(t, "label", source, std::nullopt);
+    auto bw = YamlDouble(t, "bandwidth_gbps", source, 0.001, 1e6, 400.0);
+    auto over = YamlDouble(t, "oversubscription", source, 1, 1000, 1.0);
+    auto opt = YamlBool(t, "optional", source, false);
+    for (const absl::Status& s :
+         {name.status(), label.status(), bw.status(), over.status(), opt.status()}) {
+      if (!s.ok()) return s;
+    }
+    if (name->empty() || *name == "node" || *name == "cluster") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          YamlWhere(source, t), ": ", ctx, ".name: must be non-empty and not 'node' or 'cluster'"));
+    }
+    if (label->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(YamlWhere(source, t), ": ", ctx, ".label: must be non-empty"));
+    }
+    if (!names.insert(*name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(YamlWhere(source, t), ": ", ctx, ": duplicate tier name '", *name, "'"));
+    }
+    if (!labels.insert(*label).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(YamlWhere(source, t), ": ", ctx, ": duplicate tier label '", *label, "'"));
+    }
+    config->tiers.push_back(Tier(*name, *label, *bw, *over, *opt));
+  }
+  return config;
+}
+
+}  // namespace topogang

@@ -1,0 +1,53 @@
+// Which node labels define the network hierarchy, and what bandwidth each tier gives a GPU.
+// Tiers are listed from the widest (e.g. core between islands) to the narrowest (e.g. the NVLink
+// domain); the node itself is always the implicit last tier.
+#pragma once
+
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "absl/status/statusor.h"
+
+namespace topogang {
+
+struct TierSpec {
+  std::string name;   // "spine", "leaf", ... (used in gang constraints and reports)
+  std::string label;  // node label whose value names the node's domain at this tier
+  // Per-GPU bandwidth (Gbit/s) of traffic whose farthest hop is a switch of this tier, before
+  // oversubscription. Physical units so a score reads as "about 57 Gb/s per GPU".
+  double bandwidth_gbps = 400;
+  // Oversubscription of this tier (7 means 7:1); effective bandwidth = bandwidth / ratio.
+  double oversubscription = 1;
+  // When a node lacks this label: optional tiers make the node its own domain silently (an HGX
+  // node is its own NVLink domain); required tiers do the same but report the node.
+  bool optional = false;
+};
+
+struct TopologyConfig {
+  std::string preset;  // which preset this started from, for reports
+  std::vector<TierSpec> tiers;
+  // Between GPUs of one node (NVLink 4: 900 GB/s = 7200 Gb/s).
+  double node_bandwidth_gbps = 7200;
+  // Between domains of the top tier (e.g. between islands): per-GPU bandwidth and its
+  // oversubscription. Meta's 24k-GPU RoCE clusters: 400 Gb/s at 7:1 between AI zones.
+  double cluster_bandwidth_gbps = 400;
+  double cluster_oversubscription = 1;
+};
+
+// Presets for labels that exist in the wild:
+//   topograph  NVIDIA Topograph: network.topology.nvidia.com/{core,spine,leaf,accelerator}
+//   aws        topology.k8s.aws/network-node-layer-{1,2,3}
+//   gke        cloud.google.com/gce-topology-{block,subblock,host}
+//   gb200      Topograph spine/leaf + nvidia.com/gpu.clique (GPU operator) as the NVLink domain
+absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name);
+std::vector<std::string> PresetNames();
+
+// Parses a `topology:` mapping (preset, node_bandwidth_gbps, cluster_bandwidth_gbps,
+// cluster_oversubscription, tiers). `source` names the file in
+// error messages.
+absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node, absl::string_view source);
+
+}  // namespace topogang
