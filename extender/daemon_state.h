@@ -1,0 +1,94 @@
+// The daemon's shared state: the GangScheduler behind one mutex, node health merged from its
+// several sources, and a bounded log of decision events that streams (gRPC WatchDecisions,
+// Kubernetes Events, metrics) read. Every front end (extender HTTP, gRPC, kube watch, agents)
+// goes through this object, so they all see one consistent model.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "scheduler/clock.h"
+#include "scheduler/gang_scheduler.h"
+
+namespace topogang {
+
+struct DecisionEvent {
+  int64_t seq = 0;  // assigned by Publish, strictly increasing
+  absl::Time time;
+  // reserve, bind, expire, release, replan, drop, replacement, node-unhealthy, node-healthy,
+  // gpu-unhealthy, gpu-healthy, ...
+  std::string kind;
+  std::string gang;
+  std::string node;
+  std::string detail;
+};
+
+// Independent reasons a node may be unusable. The node is healthy only when none is set, so an
+// admin undrain does not hide a NotReady node, and an agent coming back does not undo a cordon.
+enum class HealthSource : uint8_t {
+  kKubeCordon = 1,    // spec.unschedulable
+  kKubeTaint = 2,     // NoSchedule/NoExecute taint
+  kKubeNotReady = 4,  // Ready condition not True
+  kAdminDrain = 8,    // topogang drain (gRPC/CLI)
+  kAgentLost = 16,    // agent heartbeat missed past the window
+};
+const char* HealthSourceName(HealthSource s);
+
+class DaemonState {
+ public:
+  DaemonState(GangScheduler scheduler, const Clock& clock, size_t event_capacity = 10000);
+
+  // Runs f(GangScheduler&) under the lock. Keep f short and free of I/O.
+  template <typename F>
+  auto With(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return f(sched_);
+  }
+
+  const Clock& clock() const { return clock_; }
+
+  // Sets or clears one health source of a node, re-planning reservations and proposing
+  // replacements as the core decides; every resulting change is published as an event.
+  absl::Status SetNodeHealth(absl::string_view node, HealthSource source, bool bad,
+                             absl::string_view reason);
+  // Marks one GPU (node-local index) faulty or healthy again.
+  absl::Status SetGpuHealth(absl::string_view node, int local_index, bool faulty,
+                            absl::string_view reason);
+  // Health sources currently set on a node (bitwise OR of HealthSource), 0 when healthy/unknown.
+  uint8_t NodeHealthSources(absl::string_view node) const;
+  std::string NodeHealthReason(absl::string_view node) const;
+
+  // Events. Publish assigns seq and time and wakes waiters.
+  int64_t Publish(DecisionEvent e);
+  // Events with seq > after (at most max). Blocks until there is one, the deadline passes, or
+  // Shutdown() is called.
+  std::vector<DecisionEvent> WaitEvents(int64_t after, absl::Time deadline, size_t max = 256);
+  int64_t LastSeq() const;
+  // Wakes every waiter for good (daemon shutdown).
+  void Shutdown();
+
+ private:
+  void PublishLocked(DecisionEvent e);
+  void PublishReplan(const std::vector<ReplanEvent>& events, absl::string_view node);
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  const Clock& clock_;
+  GangScheduler sched_;
+  std::map<std::string, uint8_t, std::less<>> node_sources_;
+  std::map<std::string, std::string, std::less<>> node_reason_;
+  std::deque<DecisionEvent> events_;
+  size_t event_capacity_;
+  int64_t next_seq_ = 1;
+  bool shutdown_ = false;
+};
+
+}  // namespace topogang
