@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/dry_run.h"
+#include "cli/simulate.h"
 
 namespace {
 
@@ -12,6 +13,7 @@ usage: topogang <command> [flags]
 
 commands:
   dry-run    place jobs on a cluster file, no cluster needed
+  simulate   replay a job trace against scheduling policies (placement quality)
   help       this text
 
 Run 'topogang <command> --help' for a command's flags.
@@ -30,6 +32,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "dry-run") return topogang::cli::RunDryRun(argc, argv);
+  if (cmd == "simulate") return topogang::cli::RunSimulate(argc, argv);
   std::cerr << "topogang: unknown command '" << cmd << "'\n\n" << kHelp;
   return 2;
 }

@@ -1,0 +1,281 @@
+#include "cli/simulate.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "cli/args.h"
+#include "cli/placement_format.h"
+#include "common/file_util.h"
+#include "config/loader.h"
+#include "sim/engine.h"
+#include "sim/generator.h"
+#include "sim/policy.h"
+#include "sim/report.h"
+#include "sim/svg.h"
+
+namespace topogang::cli {
+namespace {
+
+const char kHelp[] =
+    R"(usage: topogang simulate --cluster FILE (--trace FILE | --generate N) [options]
+
+Discrete-event simulation of a job trace against scheduling policies on a cluster file.
+Each job is a gang (members x GPUs per member); its run time is stretched by the bandwidth
+of its placement (communication model, docs/placement-quality.md).
+
+  --cluster FILE          cluster file (examples/clusters/*.yaml)
+  --config FILE           topogang config (topology tiers, bandwidths)
+  --trace FILE            trace CSV (docs/traces.md)
+  --policy A,B,...        policies (default: all): default, gang-firstfit, kueue-tas,
+                          slurm-tree, volcano-hypernode, topogang
+  --out DIR               write summary.csv, jobs-<policy>.csv, jct-cdf.svg, occupancy.svg
+  --seed N                seed for random failures and tie-breaking (default 1)
+  --failure-rate X        random node failures per node per day (default 0)
+  --repair-hours H        how long a failed node stays down (default 4)
+  --rendezvous-timeout S  'default' policy: seconds a partial gang holds its pods (default 600)
+  --snapshot-at S         time of the occupancy picture (default: middle of the arrivals)
+
+Trace generation (docs/traces.md):
+  --generate N            generate N jobs sized for --cluster instead of reading --trace
+  --profile mixed|llm     job-size mix (default mixed)
+  --load X                offered load (default 0.9)
+  --max-job-gpus N        largest job (default: a quarter of the cluster)
+  --trace-failures X      write @fail rows at X failures per node per day
+  --write-trace FILE      save the generated trace; without --policy, only that is done
+)";
+
+bool ParseDouble(const Args& a, const std::string& k, double def, double lo, double hi,
+                 double* out) {
+  if (!a.Has(k)) {
+    *out = def;
+    return true;
+  }
+  if (!absl::SimpleAtod(a.Get(k), out) || !(*out >= lo && *out <= hi)) {
+    std::cerr << "topogang simulate: --" << k << " must be a number in [" << lo << ", " << hi
+              << "], got '" << a.Get(k) << "'\n";
+    return false;
+  }
+  return true;
+}
+
+bool WriteFile(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+  f.close();
+  if (!f) {
+    std::cerr << "topogang simulate: cannot write " << p.string() << "\n";
+    return false;
+  }
+  return true;
+}
+
+std::string Duration(double s) {
+  if (s < 120) return absl::StrFormat("%.0fs", s);
+  if (s < 7200) return absl::StrFormat("%.1fm", s / 60);
+  return absl::StrFormat("%.1fh", s / 3600);
+}
+
+}  // namespace
+
+int RunSimulate(int argc, char** argv) {
+  auto args = ParseArgs(argc, argv, 2,
+                        {"cluster", "config", "trace", "policy", "out", "seed", "failure-rate",
+                         "repair-hours", "rendezvous-timeout", "snapshot-at", "generate", "profile",
+                         "load", "max-job-gpus", "trace-failures", "write-trace"},
+                        {"help"});
+  if (!args.ok()) {
+    std::cerr << "topogang simulate: " << args.status().message() << "\n\n" << kHelp;
+    return 2;
+  }
+  if (args->Has("help")) {
+    std::cout << kHelp;
+    return 0;
+  }
+  if (!args->positional.empty()) {
+    std::cerr << "topogang simulate: unexpected argument '" << args->positional[0] << "'\n";
+    return 2;
+  }
+  if (!args->Has("cluster") || (args->Has("trace") == args->Has("generate"))) {
+    std::cerr << "topogang simulate: --cluster and exactly one of --trace, --generate are "
+                 "required\n\n"
+              << kHelp;
+    return 2;
+  }
+  auto loaded = LoadClusterFiles(args->Get("cluster"), args->Get("config"));
+  if (!loaded.ok()) {
+    std::cerr << "topogang simulate: " << loaded.status().message() << "\n";
+    return 2;
+  }
+  auto cluster = BuildCluster(*loaded);
+  if (!cluster.ok()) {
+    std::cerr << "topogang simulate: " << args->Get("cluster") << ": " << cluster.status().message()
+              << "\n";
+    return 2;
+  }
+  for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
+
+  double seed_d, failure_rate, repair_h, rdzv, snapshot, load, trace_failures, gen_n, max_gpus;
+  if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
+      !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
+      !ParseDouble(*args, "repair-hours", 4, 0, 24 * 365, &repair_h) ||
+      !ParseDouble(*args, "rendezvous-timeout", 600, 1, 1e7, &rdzv) ||
+      !ParseDouble(*args, "snapshot-at", -1, -1, 1e9, &snapshot) ||
+      !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
+      !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
+      !ParseDouble(*args, "generate", 0, 0, sim::kMaxTraceJobs, &gen_n) ||
+      !ParseDouble(*args, "max-job-gpus", 0, 0, 1e7, &max_gpus)) {
+    return 2;
+  }
+  const uint64_t seed = static_cast<uint64_t>(seed_d);
+
+  sim::Trace trace;
+  std::string trace_name;
+  if (args->Has("trace")) {
+    trace_name = args->Get("trace");
+    auto text = ReadFileToString(trace_name);
+    if (!text.ok()) {
+      std::cerr << "topogang simulate: " << text.status().message() << "\n";
+      return 2;
+    }
+    auto parsed = sim::ParseTraceCsv(*text, trace_name);
+    if (!parsed.ok()) {
+      std::cerr << "topogang simulate: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    trace = std::move(*parsed);
+  } else {
+    sim::GeneratorOptions g;
+    g.jobs = static_cast<int>(gen_n);
+    g.seed = seed;
+    g.profile = args->Get("profile", "mixed");
+    g.cluster_gpus = cluster->num_gpus();
+    g.load = load;
+    g.max_job_gpus = static_cast<long>(max_gpus);
+    g.gpus_per_node = cluster->max_gpus_per_node();
+    const int leaf = sim::LeafLevel(*cluster), spine = sim::SpineLevel(*cluster);
+    g.leaf_tier = cluster->LevelName(leaf);
+    g.spine_tier = spine > 0 ? cluster->LevelName(spine) : g.leaf_tier;
+    g.spine_gpus = spine > 0 ? cluster->MaxDomainGpus(spine) : 0;
+    g.failures_per_node_day = trace_failures;
+    g.repair_s = repair_h * 3600;
+    for (int n = 0; n < cluster->num_nodes() && trace_failures > 0; ++n) {
+      g.node_names.push_back(cluster->node(n).name);
+    }
+    auto generated = sim::GenerateTrace(g);
+    if (!generated.ok()) {
+      std::cerr << "topogang simulate: " << generated.status().message() << "\n";
+      return 2;
+    }
+    trace = std::move(*generated);
+    trace_name = absl::StrCat("generated(", g.jobs, " jobs, ", g.profile, ", seed ", seed, ")");
+    double work = 0, big = 0;
+    for (const auto& j : trace.jobs) {
+      double w = j.total_gpus() * j.duration_s;
+      work += w;
+      if (j.total_gpus() >= 256) big += w;
+    }
+    std::cerr << absl::StrFormat(
+        "generated %d jobs over %s, %d node events; gangs of >= 256 GPUs hold %.0f%% of GPU-time\n",
+        trace.jobs.size(), Duration(trace.jobs.empty() ? 0 : trace.jobs.back().arrival_s),
+        trace.events.size(), work > 0 ? 100 * big / work : 0);
+    if (args->Has("write-trace")) {
+      std::string header = absl::StrFormat(
+          "# topogang trace: %d jobs, profile %s, seed %d, load %.2f on %s (%d GPUs)\n"
+          "# generated by: topogang simulate --cluster %s --generate %d --profile %s --seed %d "
+          "--load %.2f%s\n",
+          g.jobs, g.profile, seed, load, cluster->name(), cluster->num_gpus(), args->Get("cluster"),
+          g.jobs, g.profile, seed, load,
+          trace_failures > 0 ? absl::StrCat(" --trace-failures ", args->Get("trace-failures"))
+                             : std::string());
+      if (!WriteFile(args->Get("write-trace"), header + sim::WriteTraceCsv(trace))) return 1;
+      if (!args->Has("policy")) return 0;
+    }
+  }
+
+  std::vector<std::string> policies;
+  if (args->Has("policy")) {
+    for (absl::string_view p : absl::StrSplit(args->Get("policy"), ',', absl::SkipEmpty())) {
+      policies.emplace_back(p);
+    }
+  } else {
+    policies = sim::PolicyNames();
+  }
+  sim::SimOptions opt;
+  opt.seed = seed;
+  opt.failure_rate_per_node_day = failure_rate;
+  opt.repair_s = repair_h * 3600;
+  opt.rendezvous_timeout_s = rdzv;
+  opt.snapshot_at_s = snapshot;
+
+  std::vector<sim::PolicyResult> results;
+  std::vector<double> walls;
+  for (const std::string& p : policies) {
+    const absl::Time t0 = absl::Now();
+    auto r = sim::Simulate(*cluster, trace, p, opt);
+    if (!r.ok()) {
+      std::cerr << "topogang simulate: " << trace_name << ": " << r.status().message() << "\n";
+      return 2;
+    }
+    walls.push_back(absl::ToDoubleSeconds(absl::Now() - t0));
+    std::cerr << absl::StrFormat("%s: %.1fs\n", p, walls.back());
+    results.push_back(std::move(*r));
+  }
+
+  std::cout << absl::StrFormat("cluster %s (%d GPUs), trace %s: %d jobs, %d node events\n\n",
+                               cluster->name(), cluster->num_gpus(), trace_name, trace.jobs.size(),
+                               trace.events.size());
+  Table table({"POLICY", "DONE", "WAIT mean/p95", "JCT mean/p95", "UTIL", "1-LEAF", "1-SPINE",
+               "BW Gb/s", "PARTIAL GPU-h", "FRAG GPUs", "MAX WAIT 256+", "WALL"});
+  for (size_t i = 0; i < results.size(); ++i) {
+    const sim::Summary& s = results[i].summary;
+    std::string max_wait = Duration(s.max_wait_256);
+    if (s.never_started_256 > 0) absl::StrAppend(&max_wait, " (+", s.never_started_256, " never)");
+    table.Add({results[i].policy, absl::StrCat(s.completed, "/", s.jobs),
+               absl::StrCat(Duration(s.mean_wait), " / ", Duration(s.p95_wait)),
+               absl::StrCat(Duration(s.mean_jct), " / ", Duration(s.p95_jct)),
+               absl::StrFormat("%.1f%%", 100 * s.utilization),
+               absl::StrFormat("%.1f%%", 100 * s.share_one_leaf),
+               absl::StrFormat("%.1f%%", 100 * s.share_one_spine),
+               absl::StrFormat("%.0f", s.mean_bandwidth),
+               absl::StrFormat("%.0f", s.partial_gpu_hours),
+               absl::StrFormat("%.0f (%.0f%%)", s.frag_gpus, 100 * s.frag_share), max_wait,
+               absl::StrFormat("%.1fs", walls[i])});
+  }
+  std::cout << table.Render();
+  if (results.size() && results[0].summary.unschedulable > 0) {
+    std::cout << results[0].summary.unschedulable
+              << " job(s) can never fit this cluster and were left out\n";
+  }
+
+  if (args->Has("out")) {
+    std::filesystem::path dir(args->Get("out"));
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+      std::cerr << "topogang simulate: cannot create " << dir.string() << ": " << ec.message()
+                << "\n";
+      return 1;
+    }
+    if (!WriteFile(dir / "summary.csv", sim::SummaryCsv(results))) return 1;
+    for (const auto& r : results) {
+      if (!WriteFile(dir / ("jobs-" + r.policy + ".csv"), sim::JobsCsv(r, *cluster))) return 1;
+    }
+    const std::string title = absl::StrCat(cluster->name(), ", ", trace_name);
+    if (!WriteFile(dir / "jct-cdf.svg", sim::JctCdfSvg(results, "Job completion time: " + title)) ||
+        !WriteFile(dir / "occupancy.svg",
+                   sim::OccupancySvg(results, "Occupancy by leaf: " + title))) {
+      return 1;
+    }
+    std::cout << "wrote " << dir.string()
+              << "/{summary.csv, jobs-*.csv, jct-cdf.svg, occupancy.svg}\n";
+  }
+  return 0;
+}
+
+}  // namespace topogang::cli

@@ -1,0 +1,275 @@
+#include "sim/engine.h"
+
+#include <algorithm>
+#include <queue>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/placement.h"
+#include "sim/comm_model.h"
+#include "sim/policy.h"
+#include "sim/rng.h"
+
+namespace topogang::sim {
+namespace {
+
+enum class EvType { kFinish = 0, kNodeUp = 1, kNodeDown = 2, kArrive = 3, kWake = 4 };
+
+struct Event {
+  double t;
+  EvType type;
+  long seq;
+  int a = 0;  // job or node
+  int b = 0;  // generation, or fail flag
+  bool operator>(const Event& o) const {
+    return std::tie(t, type, seq) > std::tie(o.t, o.type, o.seq);
+  }
+};
+
+struct JobState {
+  double remaining_base = 0;
+  double run_start = 0;
+  double stretch = 1;
+  int gen = 0;
+  bool running = false;
+};
+
+}  // namespace
+
+absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace,
+                                      const std::string& policy_name, const SimOptions& opt) {
+  // Jobs: validated against this cluster.
+  std::vector<SimJob> jobs;
+  jobs.reserve(trace.jobs.size());
+  std::vector<char> schedulable(trace.jobs.size(), 1);
+  for (size_t i = 0; i < trace.jobs.size(); ++i) {
+    const TraceJob& t = trace.jobs[i];
+    SimJob j;
+    j.trace = &t;
+    j.gang.name = t.id;
+    j.gang.members = t.members;
+    j.gang.gpus_per_member = t.gpus_per_member;
+    j.gang.required_tier = t.required_tier;
+    j.gang.preferred_tier = t.preferred_tier;
+    for (const std::string* tier : {&t.required_tier, &t.preferred_tier}) {
+      if (!tier->empty() && cluster.LevelByName(*tier) <= 0) {
+        std::string known;
+        for (int l = 1; l < cluster.num_levels(); ++l) {
+          absl::StrAppend(&known, l > 1 ? ", " : "", cluster.LevelName(l));
+        }
+        return absl::InvalidArgumentError(absl::StrCat("line ", t.line, ": job ", t.id,
+                                                       ": unknown tier '", *tier,
+                                                       "' for this cluster (tiers: ", known, ")"));
+      }
+    }
+    const int req = t.required_tier.empty() ? 0 : cluster.LevelByName(t.required_tier);
+    if (t.gpus_per_member > cluster.max_gpus_per_node() ||
+        t.total_gpus() > cluster.MaxDomainGpus(req)) {
+      schedulable[i] = 0;  // can never fit on this cluster, even empty
+    }
+    jobs.push_back(std::move(j));
+  }
+  std::vector<double> ideal(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ideal[i] = IdealBandwidthGbps(cluster, jobs[i].gang.members, jobs[i].gang.gpus_per_member);
+  }
+  std::vector<JobState> st(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) st[i].remaining_base = jobs[i].trace->duration_s;
+
+  // Placement -> (level, bandwidth, stretch).
+  auto evaluate = [&](int j, const std::vector<MemberPlacement>& members, Placement* p) {
+    p->members = members;
+    SummarizePlacement(cluster, p);
+    return Stretch(jobs[j].trace->comm_fraction, ideal[j], p->bandwidth_gbps);
+  };
+
+  PolicyContext ctx;
+  ctx.jobs = &jobs;
+  ctx.seed = opt.seed;
+  ctx.rendezvous_timeout_s = opt.rendezvous_timeout_s;
+  ctx.run_time = [&](int j, const std::vector<MemberPlacement>& members) {
+    Placement p;
+    return st[j].remaining_base * evaluate(j, members, &p);
+  };
+  auto made = MakePolicy(policy_name, cluster, ctx);
+  if (!made.ok()) return made.status();
+  Policy& policy = **made;
+
+  PolicyResult res;
+  res.policy = policy.name();
+  res.jobs.resize(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    JobResult& r = res.jobs[i];
+    r.id = jobs[i].trace->id;
+    r.arrival = jobs[i].trace->arrival_s;
+    r.gpus = jobs[i].trace->total_gpus();
+    r.members = jobs[i].trace->members;
+    r.ideal_bandwidth = ideal[i];
+  }
+
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> pq;
+  long seq = 0;
+  double window = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    window = std::max(window, jobs[i].trace->arrival_s);
+    if (schedulable[i]) {
+      pq.push({jobs[i].trace->arrival_s, EvType::kArrive, seq++, static_cast<int>(i), 0});
+    } else {
+      res.jobs[i].unschedulable = true;
+    }
+  }
+  // Node events: from the trace, then random failures.
+  for (const NodeEvent& e : trace.events) {
+    int node = cluster.FindNode(e.node);
+    if (node < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("line ", e.line, ": no node named '", e.node,
+                                                     "' in cluster ", cluster.name()));
+    }
+    const int fail = e.kind == NodeEvent::Kind::kFail;
+    pq.push({e.time_s, EvType::kNodeDown, seq++, node, fail});
+    if (e.duration_s > 0) pq.push({e.time_s + e.duration_s, EvType::kNodeUp, seq++, node, 0});
+  }
+  if (opt.failure_rate_per_node_day > 0 && window > 0 && cluster.num_nodes() > 0) {
+    Rng rng(opt.seed ^ 0xfa11);
+    const double rate = opt.failure_rate_per_node_day * cluster.num_nodes() / 86400.0;
+    for (double t = rng.Exponential(1 / rate); t < window; t += rng.Exponential(1 / rate)) {
+      int node = static_cast<int>(rng.Below(cluster.num_nodes()));
+      pq.push({t, EvType::kNodeDown, seq++, node, 1});
+      pq.push({t + opt.repair_s, EvType::kNodeUp, seq++, node, 0});
+    }
+  }
+  const double snapshot_at = opt.snapshot_at_s >= 0 ? opt.snapshot_at_s : window / 2;
+  bool snapped = false;
+  std::vector<int> down_count(cluster.num_nodes(), 0);
+
+  double now = 0, last = 0;
+  long busy = 0;  // GPUs of running jobs
+  double busy_gpu_s = 0, held_gpu_s = 0, frag_gpu_s = 0, frag_share_s = 0, frag_time = 0;
+  double scheduled_wake = kNever;
+  int pending_real = 0;  // events other than wakes
+  {
+    auto copy = pq;
+    while (!copy.empty()) {
+      pending_real += copy.top().type != EvType::kWake;
+      copy.pop();
+    }
+  }
+
+  auto start_job = [&](int j, const std::vector<MemberPlacement>& members) {
+    Placement p;
+    const double s = evaluate(j, members, &p);
+    JobState& js = st[j];
+    js.stretch = s;
+    js.run_start = now;
+    js.running = true;
+    ++js.gen;
+    JobResult& r = res.jobs[j];
+    r.level = p.level;
+    r.bandwidth = p.bandwidth_gbps;
+    r.stretch = s;
+    pq.push({now + js.remaining_base * s, EvType::kFinish, seq++, j, js.gen});
+    ++pending_real;
+  };
+  auto stop_progress = [&](int j) {
+    JobState& js = st[j];
+    js.remaining_base = std::max(0.0, js.remaining_base - (now - js.run_start) / js.stretch);
+    js.running = false;
+    ++js.gen;
+    busy -= res.jobs[j].gpus;
+  };
+
+  while (!pq.empty()) {
+    now = pq.top().t;
+    // Integrals over [last, now).
+    const double dt = now - last;
+    if (dt > 0) {
+      const double in_window = std::max(0.0, std::min(now, window) - std::min(last, window));
+      busy_gpu_s += busy * in_window;
+      held_gpu_s += static_cast<double>(policy.HeldIdleGpus()) * dt;
+    }
+    last = now;
+    while (!pq.empty() && pq.top().t == now) {
+      Event e = pq.top();
+      pq.pop();
+      if (e.type != EvType::kWake) --pending_real;
+      switch (e.type) {
+        case EvType::kArrive:
+          policy.Enqueue(e.a, now);
+          break;
+        case EvType::kFinish:
+          if (e.b != st[e.a].gen || !st[e.a].running) break;
+          policy.Finish(e.a);
+          st[e.a].running = false;
+          busy -= res.jobs[e.a].gpus;
+          res.jobs[e.a].end = now;
+          break;
+        case EvType::kNodeDown: {
+          if (down_count[e.a]++ > 0) break;
+          HealthResult hr = policy.SetNodeDown(e.a, true, e.b != 0, now);
+          for (int j : hr.killed) {
+            stop_progress(j);
+            ++res.jobs[j].restarts;
+            policy.Enqueue(j, now);
+          }
+          for (auto& [j, members] : hr.moved) {
+            stop_progress(j);
+            busy += res.jobs[j].gpus;
+            start_job(j, members);
+          }
+          break;
+        }
+        case EvType::kNodeUp:
+          if (down_count[e.a] == 0 || --down_count[e.a] > 0) break;
+          policy.SetNodeDown(e.a, false, false, now);
+          break;
+        case EvType::kWake:
+          scheduled_wake = kNever;
+          break;
+      }
+    }
+    for (Started& s : policy.Schedule(now)) {
+      res.jobs[s.job].start = now;
+      busy += res.jobs[s.job].gpus;
+      start_job(s.job, s.members);
+    }
+    const Cluster& c = policy.cluster();
+    if (now <= window) {
+      // Fragmentation, time-weighted until the next event (approximated by sampling here).
+      const double next = pq.empty() ? now : std::min(pq.top().t, window);
+      const double span = std::max(0.0, next - now);
+      const long unusable = UnusableFreeGpus(c);
+      const long free = c.FreeHealthy(0);
+      frag_gpu_s += unusable * span;
+      if (free > 0) frag_share_s += span * static_cast<double>(unusable) / free;
+      frag_time += span;
+    }
+    if (!snapped && now >= snapshot_at) {
+      snapped = true;
+      res.snapshot_time = now;
+      const int leaf = LeafLevel(c);
+      for (int d = c.LevelBegin(leaf); d < c.LevelEnd(leaf); ++d) {
+        const double total = c.domain(d).gpu_end - c.domain(d).gpu_begin;
+        res.snapshot_leaves.push_back(d);
+        res.snapshot_used_fraction.push_back(1.0 - c.FreeHealthy(d) / total);
+      }
+    }
+    const double wake = policy.NextWakeup();
+    if (pending_real == 0 && busy == 0 && now > window + 366 * 86400.0) {
+      break;  // only timeouts left, a year past the last arrival: what waits never fits
+    }
+    if (wake < kNever && wake < scheduled_wake) {
+      scheduled_wake = wake;
+      pq.push({std::max(wake, now), EvType::kWake, seq++, 0, 0});
+    }
+  }
+  Summary& s = res.summary;
+  SummarizeJobs(cluster, res.jobs, &s);
+  s.makespan = now;
+  s.utilization = window > 0 ? busy_gpu_s / (static_cast<double>(cluster.num_gpus()) * window) : 0;
+  s.partial_gpu_hours = held_gpu_s / 3600.0;
+  s.frag_gpus = frag_time > 0 ? frag_gpu_s / frag_time : 0;
+  s.frag_share = frag_time > 0 ? frag_share_s / frag_time : 0;
+  return res;
+}
+
+}  // namespace topogang::sim

@@ -1,0 +1,29 @@
+// The discrete-event simulation of one policy on one trace: arrivals, completions, node
+// failures/drains (from the trace or a seeded rate) and the communication model. Pure: no I/O,
+// no clocks; the same inputs give the same result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sim/metrics.h"
+#include "sim/trace.h"
+#include "topology/cluster.h"
+
+namespace topogang::sim {
+
+struct SimOptions {
+  uint64_t seed = 1;
+  // Random node failures per node per day (0: only the trace's events), each lasting repair_s.
+  double failure_rate_per_node_day = 0;
+  double repair_s = 4 * 3600;
+  double rendezvous_timeout_s = 600;  // `default` policy only
+  // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
+  double snapshot_at_s = -1;
+};
+
+absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace,
+                                      const std::string& policy, const SimOptions& options);
+
+}  // namespace topogang::sim

@@ -1,0 +1,97 @@
+// Base for all-or-nothing policies: a FIFO queue with one of two disciplines, running-job
+// bookkeeping, and failure handling. Subclasses supply only where a gang goes.
+//
+//   kSkipBlocked  "best-effort FIFO": walk the queue in order and start every job that fits;
+//                 a job that does not fit is skipped (Kueue BestEffortFIFO, Volcano allocate,
+//                 coscheduling's activeQ). Small jobs can overtake a large one forever.
+//   kBackfill     FIFO with EASY backfill: the first job that does not fit gets a reservation
+//                 at the earliest time enough of the running jobs end (its "shadow"); later jobs
+//                 start only if they end before the shadow or fit in what the head leaves spare
+//                 (Slurm's backfill scheduler; our own queue until scheduler/queue_policy.h).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+#include "sim/policy.h"
+
+namespace topogang::sim {
+
+class GangPolicy : public Policy {
+ public:
+  enum class Queueing { kSkipBlocked, kBackfill };
+
+  void Enqueue(int job, double now) override;
+  std::vector<Started> Schedule(double now) override;
+  void Finish(int job) override;
+  HealthResult SetNodeDown(int node, bool down, bool fail, double now) override;
+
+ protected:
+  GangPolicy(PolicyContext ctx, Queueing q) : ctx_(std::move(ctx)), queueing_(q) {}
+  const SimJob& job(int j) const { return (*ctx_.jobs)[j]; }
+
+  // Where `job` would go now (nothing changes), or nullopt when it does not fit.
+  virtual std::optional<std::vector<MemberPlacement>> Place(int job) = 0;
+  // Marks the members' GPUs used / free.
+  virtual void Take(int job, const std::vector<MemberPlacement>& members) = 0;
+  virtual void Give(int job, const std::vector<MemberPlacement>& members) = 0;
+  virtual void SetCordoned(int node, bool cordoned) = 0;
+  // A failed node hit running `job`: repair it in place (topogang) or return false (kill).
+  virtual bool Repair(int /*job*/, int /*node*/, double /*now*/,
+                      std::vector<MemberPlacement>* /*members*/) {
+    return false;
+  }
+  // Level a job's reservation shadow is computed at (its required tier, else the cluster).
+  int RequiredLevel(int job) const;
+
+  PolicyContext ctx_;
+
+ private:
+  struct Running {
+    std::vector<MemberPlacement> members;
+    double end = 0;
+  };
+  enum class TryResult { kStarted, kNoFit, kHeld };
+  // spare != nullptr: a head is blocked and holds a reservation (shadow_time_, *spare).
+  TryResult TryStart(int j, double now, std::vector<Started>* out, long* spare);
+  void ComputeShadow(int head, double now);
+
+  Queueing queueing_;
+  std::vector<int> queue_;          // waiting jobs, FIFO (by original arrival)
+  std::set<int> fresh_;             // enqueued since the last pass
+  bool freed_ = true;               // GPUs were freed since the last pass
+  std::map<int, Running> running_;  // job -> placement
+  std::set<std::pair<double, int>> by_end_;
+  // Backfill reservation for the blocked head.
+  int shadow_head_ = -1;
+  double shadow_time_ = kNever;
+  long shadow_spare_gpus_ = 0;  // head members to spare at the shadow
+};
+
+// Helpers shared by the baselines.
+// Picks `count` members of `gpus` free healthy GPUs each on `node`, skipping GPUs in `taken`.
+void TakeMembersOnNode(const Cluster& c, int node, int gpus, int count,
+                       std::vector<MemberPlacement>* out);
+// Turns (node, members) pairs into member placements (each node's first free GPUs).
+std::vector<MemberPlacement> Materialize(const Cluster& c,
+                                         const std::vector<std::pair<int, int>>& node_members,
+                                         int gpus);
+
+// A GangPolicy on its own Cluster copy (every baseline).
+class ClusterGangPolicy : public GangPolicy {
+ public:
+  const Cluster& cluster() const override { return cluster_; }
+
+ protected:
+  ClusterGangPolicy(const Cluster& c, PolicyContext ctx, Queueing q)
+      : GangPolicy(std::move(ctx), q), cluster_(c) {}
+  void Take(int job, const std::vector<MemberPlacement>& members) override;
+  void Give(int job, const std::vector<MemberPlacement>& members) override;
+  void SetCordoned(int node, bool cordoned) override { cluster_.SetNodeCordoned(node, cordoned); }
+
+  Cluster cluster_;
+};
+
+}  // namespace topogang::sim

@@ -1,0 +1,67 @@
+// What one simulated policy produced, per job and in summary (definitions: docs/placement-
+// quality.md#metrics).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "topology/cluster.h"
+
+namespace topogang::sim {
+
+struct JobResult {
+  std::string id;
+  double arrival = 0;
+  double start = -1;  // last (re)start; -1: never started
+  double end = -1;
+  long gpus = 0;
+  int members = 0;
+  int level = -1;        // lowest common level of the final placement
+  double bandwidth = 0;  // of the final placement (Gb/s per GPU)
+  double ideal_bandwidth = 0;
+  double stretch = 1;          // of the final placement
+  int restarts = 0;            // killed by failures and requeued
+  bool unschedulable = false;  // larger than the cluster (or its required tier) even when empty
+};
+
+struct Summary {
+  int jobs = 0, completed = 0, unschedulable = 0;
+  double mean_wait = 0, p95_wait = 0;
+  double mean_jct = 0, p95_jct = 0;
+  double utilization = 0;     // GPU-time of running jobs / capacity, over the arrival window
+  double share_one_leaf = 0;  // of gangs that fit in a leaf, the share placed in one
+  double share_one_spine = 0;
+  double mean_bandwidth = 0;     // over gangs with more than one member
+  double partial_gpu_hours = 0;  // GPU-time held by gangs not yet running
+  double frag_gpus = 0;          // time-averaged free GPUs unusable by a 64-GPU gang
+  double frag_share = 0;         // ... as a share of free GPUs
+  double max_wait_256 = 0;       // longest wait of a gang of >= 256 GPUs
+  int never_started_256 = 0;
+  double makespan = 0;
+  int restarts = 0;
+};
+
+struct PolicyResult {
+  std::string policy;
+  std::vector<JobResult> jobs;
+  Summary summary;
+  double snapshot_time = 0;
+  std::vector<int> snapshot_leaves;            // domain ids
+  std::vector<double> snapshot_used_fraction;  // per leaf
+};
+
+// Level used as "leaf" and "spine" in the metrics: tiers named so, else the one above the
+// node and the one above that.
+int LeafLevel(const Cluster& c);
+int SpineLevel(const Cluster& c);
+
+// Fills the job-derived fields of `s` (waits, JCTs, locality, bandwidth, 256+ waits).
+void SummarizeJobs(const Cluster& c, const std::vector<JobResult>& jobs, Summary* s);
+
+// Free healthy GPUs that no 64-GPU gang (8 members x 8 GPUs, or 64/g members of the largest
+// node size g <= 8) could use: free minus 64 x the number of such gangs that fit within leaves.
+long UnusableFreeGpus(const Cluster& c);
+
+double Percentile(std::vector<double> v, double p);
+
+}  // namespace topogang::sim

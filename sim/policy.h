@@ -1,0 +1,73 @@
+// What the simulator asks of a scheduling policy. A policy owns its view of the cluster (a
+// Cluster, or for topogang the daemon's GangScheduler), its queue, and its placement logic; the
+// engine owns time, job progress and metrics.
+#pragma once
+
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/gang.h"
+#include "scheduler/placement.h"
+#include "sim/trace.h"
+#include "topology/cluster.h"
+
+namespace topogang::sim {
+
+inline constexpr double kNever = std::numeric_limits<double>::infinity();
+
+struct SimJob {
+  const TraceJob* trace = nullptr;
+  GangSpec gang;  // name = trace id
+};
+
+struct PolicyContext {
+  const std::vector<SimJob>* jobs = nullptr;
+  // Seconds the job would still run if started now on `members` (communication model applied).
+  std::function<double(int job, const std::vector<MemberPlacement>& members)> run_time;
+  uint64_t seed = 1;
+  // `default` only: a partially placed gang gives its pods back after waiting this long (the
+  // rendezvous timeout of the training launcher), so two half-placed gangs cannot deadlock.
+  double rendezvous_timeout_s = 600;
+};
+
+struct Started {
+  int job = -1;
+  std::vector<MemberPlacement> members;
+};
+
+// What a node going down did to running jobs.
+struct HealthResult {
+  std::vector<int> killed;  // released; the engine requeues them with their remaining work
+  std::vector<std::pair<int, std::vector<MemberPlacement>>> moved;  // repaired in place
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual std::string name() const = 0;
+  virtual const Cluster& cluster() const = 0;
+  // The job waits from now on.
+  virtual void Enqueue(int job, double now) = 0;
+  // Starts what the policy starts now; every returned job has all its members placed.
+  virtual std::vector<Started> Schedule(double now) = 0;
+  // A running job completed: free its GPUs.
+  virtual void Finish(int job) = 0;
+  // down=true: the node leaves service. fail=true: running work on it is lost (fail), else it
+  // is only cordoned (drain). down=false: the node is back.
+  virtual HealthResult SetNodeDown(int node, bool down, bool fail, double now) = 0;
+  // Earliest time the policy wants Schedule called again without any other event.
+  virtual double NextWakeup() const { return kNever; }
+  // GPUs held by gangs that are not running yet (only `default` ever has any).
+  virtual long HeldIdleGpus() const { return 0; }
+};
+
+std::vector<std::string> PolicyNames();
+// Builds a policy on its own copy of `cluster`. `options` is used by topogang.
+absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const Cluster& cluster,
+                                                   PolicyContext ctx);
+
+}  // namespace topogang::sim

@@ -1,0 +1,52 @@
+// A job trace for the simulator: gangs arriving over time plus optional node events (failures,
+// drains). Parsed from CSV (docs/traces.md); every malformed row is an error naming its line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace topogang::sim {
+
+inline constexpr double kDefaultCommFraction = 0.3;
+inline constexpr int kMaxTraceJobs = 1000000;
+
+struct TraceJob {
+  std::string id;
+  double arrival_s = 0;
+  int members = 1;
+  int gpus_per_member = 1;
+  double duration_s = 0;  // on an ideal placement
+  double comm_fraction = kDefaultCommFraction;
+  std::string required_tier;
+  std::string preferred_tier;
+  int line = 0;  // source line, for error messages
+
+  long total_gpus() const { return static_cast<long>(members) * gpus_per_member; }
+};
+
+// A node goes down at time_s (kFail: running work on it is lost; kDrain: cordoned, running work
+// finishes) and comes back after duration_s (<= 0: never).
+struct NodeEvent {
+  enum class Kind { kFail, kDrain };
+  Kind kind = Kind::kFail;
+  double time_s = 0;
+  std::string node;
+  double duration_s = 0;
+  int line = 0;
+};
+
+struct Trace {
+  std::vector<TraceJob> jobs;  // sorted by arrival (stable)
+  std::vector<NodeEvent> events;
+};
+
+// Parses the CSV text. `source` names the file in errors ("trace.csv:12: ...").
+absl::StatusOr<Trace> ParseTraceCsv(absl::string_view text, absl::string_view source);
+
+// The CSV form ParseTraceCsv reads back to an equal trace.
+std::string WriteTraceCsv(const Trace& trace);
+
+}  // namespace topogang::sim
