@@ -10,12 +10,12 @@
 
 #include <span>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "topology/bitmask.h"
 #include "topology/cluster_spec.h"
 #include "topology/topology_config.h"
