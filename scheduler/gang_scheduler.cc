@@ -7,7 +7,15 @@
 namespace topogang {
 
 const char* GangStateName(GangState s) {
-  return s == GangState::kReserved ? "reserved" : "running";
+  switch (s) {
+    case GangState::kReserved:
+      return "reserved";
+    case GangState::kRunning:
+      return "running";
+    case GangState::kHeld:
+      return "held";
+  }
+  return "?";
 }
 
 const char* ReplanKindName(ReplanEvent::Kind k) {
@@ -103,6 +111,7 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
   for (const auto& [name, rec] : gangs_) names.push_back(name);
   for (const std::string& name : names) {
     GangRecord& rec = gangs_.find(name)->second;
+    if (rec.state == GangState::kHeld) continue;  // the queue rebuilds holds from healthy GPUs
     std::vector<int> lost;
     for (size_t m = 0; m < rec.placement.members.size(); ++m) {
       const auto& gpus = rec.placement.members[m].gpus;
