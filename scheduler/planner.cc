@@ -41,6 +41,17 @@ bool Planner::Search(const Request& r, int scope, int top_level, std::vector<Mem
   std::vector<int> stack;
   for (int level = c_.node_level(); level >= top_level; --level) {
     if (c_.MaxDomainGpus(level) < need_gpus) continue;
+    if (level == c_.node_level() && level > top_level) {
+      // One node: the per-domain histograms say which free count is the tightest fit, so only
+      // the parents holding such a node are compared (same answer as comparing every node).
+      int best = SearchOneNode(r, scope, need_gpus);
+      if (best >= 0) {
+        Assign(r, best, units, r.slice_k > 0, out);
+        *chosen = best;
+        return true;
+      }
+      continue;
+    }
     int best = -1;
     stack.assign(1, scope);
     while (!stack.empty()) {
@@ -61,6 +72,36 @@ bool Planner::Search(const Request& r, int scope, int top_level, std::vector<Mem
     }
   }
   return false;
+}
+
+int Planner::SearchOneNode(const Request& r, int scope, long need_gpus) const {
+  int k = -1;
+  for (int f = static_cast<int>(need_gpus); f <= c_.max_gpus_per_node(); ++f) {
+    if (c_.NodesWithFree(scope, r.sku, f) > 0) {
+      k = f;
+      break;
+    }
+  }
+  if (k < 0) return -1;
+  const int parent_level = c_.node_level() - 1;
+  int best_parent = -1;
+  std::vector<int> stack{scope};
+  while (!stack.empty()) {
+    int d = stack.back();
+    stack.pop_back();
+    if (c_.NodesWithFree(d, r.sku, k) == 0) continue;
+    const Domain& dom = c_.domain(d);
+    if (dom.level == parent_level) {
+      if (best_parent < 0 || Better(r, d, best_parent)) best_parent = d;
+      continue;
+    }
+    for (int ch = dom.child_end - 1; ch >= dom.child_begin; --ch) stack.push_back(ch);
+  }
+  const Domain& p = c_.domain(best_parent);
+  for (int ch = p.child_begin; ch < p.child_end; ++ch) {
+    if (c_.NodesWithFree(ch, r.sku, k) > 0) return ch;
+  }
+  return -1;
 }
 
 void Planner::Assign(const Request& r, int d, int units, bool slice_units,

@@ -225,6 +225,14 @@ int Cluster::FreeHealthy(int domain_id, int sku) const {
   return total;
 }
 
+int Cluster::NodesWithFree(int domain_id, int sku, int k) const {
+  if (k < 0 || k > max_gpus_per_node_) return 0;
+  if (sku != kAnySku) return hist_[HistIndex(domain_id, sku, k)];
+  int total = 0;
+  for (int s = 0; s < num_skus(); ++s) total += hist_[HistIndex(domain_id, s, k)];
+  return total;
+}
+
 int Cluster::MemberCapacity(int domain_id, int sku, int gpus_per_member) const {
   if (gpus_per_member <= 0 || gpus_per_member > max_gpus_per_node_) return 0;
   int total = 0;
