@@ -230,22 +230,22 @@ int RunSimulate(int argc, char** argv) {
   std::cout << absl::StrFormat("cluster %s (%d GPUs), trace %s: %d jobs, %d node events\n\n",
                                cluster->name(), cluster->num_gpus(), trace_name, trace.jobs.size(),
                                trace.events.size());
-  Table table({"POLICY", "DONE", "WAIT mean/p95", "JCT mean/p95", "UTIL", "1-LEAF", "1-SPINE",
-               "BW Gb/s", "PARTIAL GPU-h", "FRAG GPUs", "MAX WAIT 256+", "WALL"});
+  Table table({"POLICY", "DONE", "WAIT mean/p95", "JCT mean/p95", "UTIL", "GOODPUT", "1-LEAF",
+               "1-SPINE", "BW Gb/s", "IDLE-HELD GPU-h", "FRAG GPUs", "MAX WAIT 256+", "WALL"});
   for (size_t i = 0; i < results.size(); ++i) {
     const sim::Summary& s = results[i].summary;
     std::string max_wait = Duration(s.max_wait_256);
     if (s.never_started_256 > 0) absl::StrAppend(&max_wait, " (+", s.never_started_256, " never)");
-    table.Add({results[i].policy, absl::StrCat(s.completed, "/", s.jobs),
-               absl::StrCat(Duration(s.mean_wait), " / ", Duration(s.p95_wait)),
-               absl::StrCat(Duration(s.mean_jct), " / ", Duration(s.p95_jct)),
-               absl::StrFormat("%.1f%%", 100 * s.utilization),
-               absl::StrFormat("%.1f%%", 100 * s.share_one_leaf),
-               absl::StrFormat("%.1f%%", 100 * s.share_one_spine),
-               absl::StrFormat("%.0f", s.mean_bandwidth),
-               absl::StrFormat("%.0f", s.partial_gpu_hours),
-               absl::StrFormat("%.0f (%.0f%%)", s.frag_gpus, 100 * s.frag_share), max_wait,
-               absl::StrFormat("%.1fs", walls[i])});
+    table.Add(
+        {results[i].policy, absl::StrCat(s.completed, "/", s.jobs),
+         absl::StrCat(Duration(s.mean_wait), " / ", Duration(s.p95_wait)),
+         absl::StrCat(Duration(s.mean_jct), " / ", Duration(s.p95_jct)),
+         absl::StrFormat("%.1f%%", 100 * s.utilization), absl::StrFormat("%.1f%%", 100 * s.goodput),
+         absl::StrFormat("%.1f%%", 100 * s.share_one_leaf),
+         absl::StrFormat("%.1f%%", 100 * s.share_one_spine),
+         absl::StrFormat("%.0f", s.mean_bandwidth), absl::StrFormat("%.0f", s.partial_gpu_hours),
+         absl::StrFormat("%.0f (%.0f%%)", s.frag_gpus, 100 * s.frag_share), max_wait,
+         absl::StrFormat("%.1fs", walls[i])});
   }
   std::cout << table.Render();
   if (results.size() && results[0].summary.unschedulable > 0) {

@@ -143,8 +143,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   std::vector<int> down_count(cluster.num_nodes(), 0);
 
   double now = 0, last = 0;
-  long busy = 0;  // GPUs of running jobs
-  double busy_gpu_s = 0, held_gpu_s = 0, frag_gpu_s = 0, frag_share_s = 0, frag_time = 0;
+  long busy = 0;    // GPUs of running jobs
+  double good = 0;  // the same, each divided by its job's stretch: work at ideal speed
+  double good_gpu_s = 0, busy_gpu_s = 0, held_gpu_s = 0, frag_gpu_s = 0, frag_share_s = 0,
+         frag_time = 0;
   double scheduled_wake = kNever;
   int pending_real = 0;  // events other than wakes
   {
@@ -167,6 +169,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     r.level = p.level;
     r.bandwidth = p.bandwidth_gbps;
     r.stretch = s;
+    good += res.jobs[j].gpus / s;
     pq.push({now + js.remaining_base * s, EvType::kFinish, seq++, j, js.gen});
     ++pending_real;
   };
@@ -176,6 +179,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     js.running = false;
     ++js.gen;
     busy -= res.jobs[j].gpus;
+    good -= res.jobs[j].gpus / js.stretch;
   };
 
   while (!pq.empty()) {
@@ -185,6 +189,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     if (dt > 0) {
       const double in_window = std::max(0.0, std::min(now, window) - std::min(last, window));
       busy_gpu_s += busy * in_window;
+      good_gpu_s += good * in_window;
       held_gpu_s += static_cast<double>(policy.HeldIdleGpus()) * dt;
     }
     last = now;
@@ -201,6 +206,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
           policy.Finish(e.a);
           st[e.a].running = false;
           busy -= res.jobs[e.a].gpus;
+          good -= res.jobs[e.a].gpus / st[e.a].stretch;
           res.jobs[e.a].end = now;
           break;
         case EvType::kNodeDown: {
@@ -265,7 +271,9 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   Summary& s = res.summary;
   SummarizeJobs(cluster, res.jobs, &s);
   s.makespan = now;
-  s.utilization = window > 0 ? busy_gpu_s / (static_cast<double>(cluster.num_gpus()) * window) : 0;
+  const double capacity = static_cast<double>(cluster.num_gpus()) * window;
+  s.utilization = window > 0 ? busy_gpu_s / capacity : 0;
+  s.goodput = window > 0 ? good_gpu_s / capacity : 0;
   s.partial_gpu_hours = held_gpu_s / 3600.0;
   s.frag_gpus = frag_time > 0 ? frag_gpu_s / frag_time : 0;
   s.frag_share = frag_time > 0 ? frag_share_s / frag_time : 0;

@@ -28,14 +28,19 @@ struct Summary {
   int jobs = 0, completed = 0, unschedulable = 0;
   double mean_wait = 0, p95_wait = 0;
   double mean_jct = 0, p95_jct = 0;
-  double utilization = 0;     // GPU-time of running jobs / capacity, over the arrival window
+  double utilization = 0;  // GPU-time of running jobs / capacity, over the arrival window
+  // The same with each job's GPU-time divided by its stretch: the work done, at ideal speed.
+  // A slow placement burns GPU-time (utilization) without doing more work (goodput).
+  double goodput = 0;
   double share_one_leaf = 0;  // of gangs that fit in a leaf, the share placed in one
   double share_one_spine = 0;
-  double mean_bandwidth = 0;     // over gangs with more than one member
-  double partial_gpu_hours = 0;  // GPU-time held by gangs not yet running
-  double frag_gpus = 0;          // time-averaged free GPUs unusable by a 64-GPU gang
-  double frag_share = 0;         // ... as a share of free GPUs
-  double max_wait_256 = 0;       // longest wait of a gang of >= 256 GPUs
+  double mean_bandwidth = 0;  // over gangs with more than one member
+  // GPU-time held idle by gangs not running yet: pods of partially placed gangs (`default`),
+  // GPUs the topogang queue holds for a starved gang.
+  double partial_gpu_hours = 0;
+  double frag_gpus = 0;     // time-averaged free GPUs unusable by a 64-GPU gang
+  double frag_share = 0;    // ... as a share of free GPUs
+  double max_wait_256 = 0;  // longest wait of a gang of >= 256 GPUs
   int never_started_256 = 0;
   double makespan = 0;
   int restarts = 0;

@@ -14,5 +14,6 @@ std::unique_ptr<Policy> MakeKueueTasPolicy(const Cluster& c, PolicyContext ctx);
 std::unique_ptr<Policy> MakeSlurmTreePolicy(const Cluster& c, PolicyContext ctx);
 std::unique_ptr<Policy> MakeVolcanoPolicy(const Cluster& c, PolicyContext ctx);
 std::unique_ptr<Policy> MakeTopogangPolicy(const Cluster& c, PolicyContext ctx);
+std::unique_ptr<Policy> MakeTopogangEasyPolicy(const Cluster& c, PolicyContext ctx);
 
 }  // namespace topogang::sim

@@ -16,8 +16,10 @@ absl::StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name, cons
   if (name == "slurm-tree") return MakeSlurmTreePolicy(c, std::move(ctx));
   if (name == "volcano-hypernode") return MakeVolcanoPolicy(c, std::move(ctx));
   if (name == "topogang") return MakeTopogangPolicy(c, std::move(ctx));
+  if (name == "topogang-easy") return MakeTopogangEasyPolicy(c, std::move(ctx));
   std::string known;
   for (const auto& n : PolicyNames()) known += (known.empty() ? "" : ", ") + n;
+  known += ", topogang-easy";
   return absl::InvalidArgumentError("unknown policy '" + name + "' (known: " + known + ")");
 }
 

@@ -1,86 +1,109 @@
-// topogang: the daemon's own scheduling state (scheduler/gang_scheduler.h) and planner
-// (scheduler/planner.h), driven exactly as the daemon drives them: DryRun to plan, Adopt as
-// running, Release on completion, SetNodeCordoned on failures/drains with the replacement it
-// proposes applied (ApplyReplacement) so a failed member moves next to its survivors.
-// Queue: FIFO with EASY backfill (gang_policy.h) until scheduler/queue_policy.h lands.
+// topogang: exactly what the daemon runs. The daemon's scheduling state (scheduler/
+// gang_scheduler.h) and planner (scheduler/planner.h) behind the daemon's queue (scheduler/
+// queue_policy.h GangQueue: ordered starts with backfill, GPU holds for starved large gangs):
+//  - arrivals are GangQueue::Enqueue'd; GangQueue::Schedule reserves what fits; the simulator
+//    commits those reservations at once (every member binds instantly here);
+//  - completions Release; failures and drains go through GangScheduler::SetNodeCordoned. On a
+//    failure the replacement the scheduler proposes (PlanNear: next to the survivors) is
+//    applied; when none exists the gang is released and requeued. On a drain running gangs
+//    keep their GPUs until they finish.
+// GPUs the queue holds for a starved gang (kHeld records) are reported as idle-held GPU-time.
 #include <map>
 
-#include "absl/strings/str_cat.h"
 #include "scheduler/gang_scheduler.h"
+#include "scheduler/queue_policy.h"
 #include "sim/policies.h"
 
 namespace topogang::sim {
 namespace {
 
-class TopogangPolicy : public GangPolicy {
+absl::Time At(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
+
+class TopogangPolicy : public Policy {
  public:
   TopogangPolicy(const Cluster& c, PolicyContext ctx)
-      : GangPolicy(std::move(ctx), Queueing::kBackfill), sched_(c, Options()) {}
+      : ctx_(std::move(ctx)), sched_(c, SchedulerOptions{}), queue_(QueueOptions{}) {
+    for (size_t j = 0; j < ctx_.jobs->size(); ++j) by_name_[(*ctx_.jobs)[j].gang.name] = j;
+  }
   std::string name() const override { return "topogang"; }
   const Cluster& cluster() const override { return sched_.cluster(); }
 
- protected:
-  static SchedulerOptions Options() {
-    SchedulerOptions o;
-    o.auto_apply_replacements = false;  // applied per failure kind in Repair
-    return o;
+  void Enqueue(int j, double now) override {
+    (void)queue_.Enqueue(job(j).gang, At(now));
+    dirty_ = true;
   }
 
-  std::optional<std::vector<MemberPlacement>> Place(int j) override {
-    auto p = sched_.DryRun(job(j).gang);
-    if (!p.ok()) return std::nullopt;
-    planned_[j] = *p;
-    return p->members;
-  }
-  void Take(int j, const std::vector<MemberPlacement>& members) override {
-    auto it = planned_.find(j);
-    Placement p;
-    if (it != planned_.end() && it->second.members.size() == members.size()) {
-      p = std::move(it->second);
-    } else {
-      p.members = members;
-    }
-    if (it != planned_.end()) planned_.erase(it);
-    (void)sched_.Adopt(job(j).gang, std::move(p), GangState::kRunning, now_);
-  }
-  void Give(int j, const std::vector<MemberPlacement>&) override {
-    planned_.erase(j);
-    (void)sched_.Release(job(j).gang.name);
-  }
-  void SetCordoned(int node, bool cordoned) override {
-    events_.clear();
-    for (ReplanEvent& e : sched_.SetNodeCordoned(node, cordoned, now_)) {
-      events_[e.gang] = std::move(e);
-    }
-  }
-  bool Repair(int j, int, double, std::vector<MemberPlacement>* members) override {
-    auto it = events_.find(job(j).gang.name);
-    if (it == events_.end() || it->second.kind != ReplanEvent::Kind::kReplacementProposed) {
-      return false;
-    }
-    if (!sched_.ApplyReplacement(it->first, it->second.lost_members, it->second.replacement).ok()) {
-      return false;
-    }
-    *members = sched_.Find(it->first)->placement.members;
-    return true;
-  }
-
- public:
   std::vector<Started> Schedule(double now) override {
-    now_ = absl::UnixEpoch() + absl::Seconds(now);
-    planned_.clear();
-    return GangPolicy::Schedule(now);
+    std::vector<Started> out;
+    if (!dirty_ && now < wake_) return out;
+    dirty_ = false;
+    for (const std::string& name : queue_.Schedule(sched_, At(now))) {
+      (void)sched_.Commit(name);
+      const int j = by_name_.at(name);
+      out.push_back(Started{j, sched_.Find(name)->placement.members});
+    }
+    // The next time a waiting large gang turns "starved" and may start holding GPUs.
+    wake_ = kNever;
+    const QueueOptions defaults;
+    for (const GangQueue::Entry& e : queue_.waiting()) {
+      if (e.hold_domain >= 0 || e.spec.total_gpus() < defaults.hold_min_gpus) continue;
+      const double t = absl::ToDoubleSeconds(e.enqueued - absl::UnixEpoch()) +
+                       absl::ToDoubleSeconds(defaults.starvation_threshold);
+      if (t > now) wake_ = std::min(wake_, t);
+    }
+    return out;
   }
+
+  void Finish(int j) override {
+    (void)sched_.Release(job(j).gang.name);
+    dirty_ = true;
+  }
+
   HealthResult SetNodeDown(int node, bool down, bool fail, double now) override {
-    now_ = absl::UnixEpoch() + absl::Seconds(now);
-    return GangPolicy::SetNodeDown(node, down, fail, now);
+    HealthResult r;
+    dirty_ = true;
+    std::vector<ReplanEvent> events = sched_.SetNodeCordoned(node, down, At(now));
+    if (!down || !fail) return r;
+    for (const ReplanEvent& e : events) {
+      auto it = by_name_.find(e.gang);
+      if (it == by_name_.end()) continue;  // a hold: the queue rebuilds it
+      const int j = it->second;
+      if (e.kind == ReplanEvent::Kind::kReplacementProposed &&
+          sched_.ApplyReplacement(e.gang, e.lost_members, e.replacement).ok()) {
+        r.moved.emplace_back(j, sched_.Find(e.gang)->placement.members);
+        continue;
+      }
+      if (e.kind == ReplanEvent::Kind::kReplacementProposed ||
+          e.kind == ReplanEvent::Kind::kReplacementImpossible) {
+        (void)sched_.Release(e.gang);
+        r.killed.push_back(j);
+      }
+    }
+    return r;
+  }
+
+  double NextWakeup() const override { return wake_; }
+
+  long HeldIdleGpus() const override {
+    long held = 0;
+    const std::string prefix = GangQueue::HoldName("");
+    const auto& gangs = sched_.gangs();
+    for (auto it = gangs.lower_bound(prefix);
+         it != gangs.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+      for (const MemberPlacement& m : it->second.placement.members) held += m.gpus.size();
+    }
+    return held;
   }
 
  private:
+  const SimJob& job(int j) const { return (*ctx_.jobs)[j]; }
+
+  PolicyContext ctx_;
   GangScheduler sched_;
-  absl::Time now_ = absl::UnixEpoch();
-  std::map<int, Placement> planned_;
-  std::map<std::string, ReplanEvent> events_;
+  GangQueue queue_;
+  std::map<std::string, int, std::less<>> by_name_;
+  bool dirty_ = false;
+  double wake_ = kNever;
 };
 
 }  // namespace
