@@ -1,0 +1,131 @@
+#include "sim/trace.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "sim/rng.h"
+
+namespace topogang::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kHeader[] =
+    "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,preferred_tier\n";
+
+TEST(TraceCsv, ParsesJobsAndEventsSortedByTime) {
+  auto t = ParseTraceCsv(absl::StrCat("# a comment\n", kHeader,
+                                      "b,20,4,8,3600,0.5,,leaf\n"
+                                      "\n"
+                                      "a,10,1,1,60,,spine,\n"
+                                      "@fail,30,node-1,600\n"
+                                      "@drain,5,node-2\n"),
+                         "t.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->jobs.size(), 2u);
+  EXPECT_EQ(t->jobs[0].id, "a");
+  EXPECT_EQ(t->jobs[0].comm_fraction, kDefaultCommFraction);
+  EXPECT_EQ(t->jobs[0].required_tier, "spine");
+  EXPECT_EQ(t->jobs[0].line, 5);
+  EXPECT_EQ(t->jobs[1].total_gpus(), 32);
+  EXPECT_EQ(t->jobs[1].preferred_tier, "leaf");
+  EXPECT_DOUBLE_EQ(t->jobs[1].comm_fraction, 0.5);
+  ASSERT_EQ(t->events.size(), 2u);
+  EXPECT_EQ(t->events[0].kind, NodeEvent::Kind::kDrain);
+  EXPECT_EQ(t->events[0].duration_s, 0);
+  EXPECT_EQ(t->events[1].node, "node-1");
+  EXPECT_DOUBLE_EQ(t->events[1].duration_s, 600);
+}
+
+TEST(TraceCsv, ColumnsInAnyOrderAndOptionalOnesMissing) {
+  auto t = ParseTraceCsv("members,id,duration_s,gpus_per_member,arrival_s\n2,x,100,4,7\n", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->jobs[0].id, "x");
+  EXPECT_EQ(t->jobs[0].members, 2);
+  EXPECT_EQ(t->jobs[0].gpus_per_member, 4);
+  EXPECT_EQ(t->jobs[0].arrival_s, 7);
+}
+
+TEST(TraceCsv, RoundTrips) {
+  Trace t;
+  TraceJob j;
+  j.id = "j0";
+  j.arrival_s = 12.5;
+  j.members = 3;
+  j.gpus_per_member = 2;
+  j.duration_s = 99;
+  j.comm_fraction = 0.42;
+  j.preferred_tier = "leaf";
+  t.jobs.push_back(j);
+  NodeEvent e;
+  e.time_s = 40;
+  e.node = "n1";
+  e.duration_s = 10;
+  t.events.push_back(e);
+  auto back = ParseTraceCsv(WriteTraceCsv(t), "rt");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(WriteTraceCsv(*back), WriteTraceCsv(t));
+  EXPECT_DOUBLE_EQ(back->jobs[0].arrival_s, 12.5);
+}
+
+struct BadCase {
+  std::string body;
+  std::string want;
+};
+
+TEST(TraceCsv, BadRowsNameTheLine) {
+  const std::vector<BadCase> cases = {
+      {"x,0,1,1,10,0.3,,\ny,abc,1,1,10,0.3,,\n", "t.csv:3: arrival_s: expected a number"},
+      {"x,0,0,1,10,0.3,,\n", "t.csv:2: members: 0 out of range"},
+      {"x,0,1,999,10,0.3,,\n", "t.csv:2: gpus_per_member: 999 out of range"},
+      {"x,0,1,1,0,0.3,,\n", "t.csv:2: duration_s: 0 out of range"},
+      {"x,-5,1,1,10,0.3,,\n", "t.csv:2: arrival_s: -5 out of range"},
+      {"x,0,1,1,1e300,0.3,,\n", "t.csv:2: duration_s: 1e300 out of range"},
+      {"x,0,1,1,nan,0.3,,\n", "t.csv:2: duration_s: expected a number"},
+      {"x,0,1,1,10,1.5,,\n", "t.csv:2: comm_fraction: expected a number in [0, 1]"},
+      {"x,0,1,1,10,0.3\n", "t.csv:2: expected 8 fields like the header, got 6"},
+      {"x,0,1,1,10,0.3,,\nx,1,1,1,10,0.3,,\n", "t.csv:3: id: duplicate job id 'x'"},
+      {"x y,0,1,1,10,0.3,,\n", "t.csv:2: id: invalid job id"},
+      {"x,0,1,1,10,0.3,le af,\n", "t.csv:2: required_tier: invalid tier name"},
+      {"@boom,1,n\n", "t.csv:2: unknown event '@boom'"},
+      {"@fail,1\n", "t.csv:2: @fail: expected @fail,TIME_S,NODE[,DURATION_S]"},
+      {"@fail,x,n1\n", "t.csv:2: time_s: expected a number"},
+      {"x,0,99999999999,1,10,0.3,,\n", "t.csv:2: members: expected an integer"},
+  };
+  for (const BadCase& c : cases) {
+    auto t = ParseTraceCsv(absl::StrCat(kHeader, c.body), "t.csv");
+    ASSERT_FALSE(t.ok()) << c.body;
+    EXPECT_THAT(std::string(t.status().message()), HasSubstr(c.want)) << c.body;
+  }
+}
+
+TEST(TraceCsv, BadHeaders) {
+  EXPECT_THAT(std::string(ParseTraceCsv("", "e.csv").status().message()),
+              HasSubstr("e.csv: empty trace"));
+  EXPECT_THAT(std::string(ParseTraceCsv("id,arrival_s,members\n", "h.csv").status().message()),
+              HasSubstr("h.csv:1: header: missing column 'gpus_per_member'"));
+  EXPECT_THAT(std::string(ParseTraceCsv("id,id\n", "h.csv").status().message()),
+              HasSubstr("duplicate column 'id'"));
+  EXPECT_THAT(std::string(ParseTraceCsv("id,bogus\n", "h.csv").status().message()),
+              HasSubstr("unknown column 'bogus'"));
+}
+
+TEST(TraceCsv, GarbageNeverCrashes) {
+  Rng rng(5);
+  const std::string alphabet = "0123456789,.-e@#\n abcfilx";
+  for (int i = 0; i < 2000; ++i) {
+    std::string s = kHeader;
+    const int len = static_cast<int>(rng.Below(200));
+    for (int k = 0; k < len; ++k) s += alphabet[rng.Below(alphabet.size())];
+    auto t = ParseTraceCsv(s, "g");
+    if (t.ok()) {
+      for (const TraceJob& j : t->jobs) {
+        EXPECT_GE(j.members, 1);
+        EXPECT_GT(j.duration_s, 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace topogang::sim
