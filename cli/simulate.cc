@@ -38,8 +38,17 @@ of its placement (communication model, docs/placement-quality.md).
   --seed N                seed for random failures and tie-breaking (default 1)
   --failure-rate X        random node failures per node per day (default 0)
   --repair-hours H        how long a failed node stays down (default 4)
+  --restart-cost S        work a failure costs a running job: since its last checkpoint,
+                          plus restart (default 600)
   --rendezvous-timeout S  'default' policy: seconds a partial gang holds its pods (default 600)
   --snapshot-at S         time of the occupancy picture (default: middle of the arrivals)
+  --locality-patience S   topogang only, prototype queue change (default 0 = off): a gang
+                          planned below its ideal bandwidth waits up to S seconds for better
+  --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N
+                          topogang only: override the daemon's GangQueue options
+  --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
+                          repair keeps its bandwidth (default: requeue and re-plan gangs that
+                          run below their ideal bandwidth; docs/placement-quality.md)
 
 Trace generation (docs/traces.md):
   --generate N            generate N jobs sized for --cluster instead of reading --trace
@@ -85,10 +94,28 @@ std::string Duration(double s) {
 
 int RunSimulate(int argc, char** argv) {
   auto args = ParseArgs(argc, argv, 2,
-                        {"cluster", "config", "trace", "policy", "out", "seed", "failure-rate",
-                         "repair-hours", "rendezvous-timeout", "snapshot-at", "generate", "profile",
-                         "load", "max-job-gpus", "trace-failures", "write-trace"},
-                        {"help"});
+                        {"cluster",
+                         "config",
+                         "trace",
+                         "policy",
+                         "out",
+                         "seed",
+                         "failure-rate",
+                         "repair-hours",
+                         "restart-cost",
+                         "rendezvous-timeout",
+                         "snapshot-at",
+                         "locality-patience",
+                         "queue-starvation-minutes",
+                         "queue-hold-min-gpus",
+                         "queue-max-holds",
+                         "generate",
+                         "profile",
+                         "load",
+                         "max-job-gpus",
+                         "trace-failures",
+                         "write-trace"},
+                        {"help", "repair-in-place-always"});
   if (!args.ok()) {
     std::cerr << "topogang simulate: " << args.status().message() << "\n\n" << kHelp;
     return 2;
@@ -120,12 +147,19 @@ int RunSimulate(int argc, char** argv) {
   }
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
-  double seed_d, failure_rate, repair_h, rdzv, snapshot, load, trace_failures, gen_n, max_gpus;
+  double q_starve, q_min, q_holds;
+  double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
+      trace_failures, gen_n, max_gpus;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
+      !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
       !ParseDouble(*args, "repair-hours", 4, 0, 24 * 365, &repair_h) ||
       !ParseDouble(*args, "rendezvous-timeout", 600, 1, 1e7, &rdzv) ||
       !ParseDouble(*args, "snapshot-at", -1, -1, 1e9, &snapshot) ||
+      !ParseDouble(*args, "locality-patience", 0, 0, 1e9, &patience) ||
+      !ParseDouble(*args, "queue-starvation-minutes", -1, -1, 1e7, &q_starve) ||
+      !ParseDouble(*args, "queue-hold-min-gpus", -1, -1, 1e7, &q_min) ||
+      !ParseDouble(*args, "queue-max-holds", -1, -1, 1e6, &q_holds) ||
       !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
       !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
       !ParseDouble(*args, "generate", 0, 0, sim::kMaxTraceJobs, &gen_n) ||
@@ -210,8 +244,14 @@ int RunSimulate(int argc, char** argv) {
   opt.seed = seed;
   opt.failure_rate_per_node_day = failure_rate;
   opt.repair_s = repair_h * 3600;
+  opt.restart_cost_s = restart_cost;
   opt.rendezvous_timeout_s = rdzv;
   opt.snapshot_at_s = snapshot;
+  opt.locality_patience_s = patience;
+  opt.repair_in_place_always = args->Has("repair-in-place-always");
+  opt.queue_starvation_s = q_starve < 0 ? -1 : q_starve * 60;
+  opt.queue_hold_min_gpus = static_cast<int>(q_min);
+  opt.queue_max_holds = static_cast<int>(q_holds);
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

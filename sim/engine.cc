@@ -87,6 +87,11 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   ctx.jobs = &jobs;
   ctx.seed = opt.seed;
   ctx.rendezvous_timeout_s = opt.rendezvous_timeout_s;
+  ctx.locality_patience_s = opt.locality_patience_s;
+  ctx.queue_starvation_s = opt.queue_starvation_s;
+  ctx.queue_hold_min_gpus = opt.queue_hold_min_gpus;
+  ctx.queue_max_holds = opt.queue_max_holds;
+  ctx.repair_in_place_always = opt.repair_in_place_always;
   ctx.run_time = [&](int j, const std::vector<MemberPlacement>& members) {
     Placement p;
     return st[j].remaining_base * evaluate(j, members, &p);
@@ -175,7 +180,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   };
   auto stop_progress = [&](int j) {
     JobState& js = st[j];
-    js.remaining_base = std::max(0.0, js.remaining_base - (now - js.run_start) / js.stretch);
+    const double done = (now - js.run_start) / js.stretch;
+    js.remaining_base -= std::max(0.0, done - opt.restart_cost_s);  // lost since checkpoint
     js.running = false;
     ++js.gen;
     busy -= res.jobs[j].gpus;

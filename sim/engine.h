@@ -18,7 +18,15 @@ struct SimOptions {
   // Random node failures per node per day (0: only the trace's events), each lasting repair_s.
   double failure_rate_per_node_day = 0;
   double repair_s = 4 * 3600;
+  // Work a job loses when a failure interrupts it (since its last checkpoint, plus restart),
+  // whether it is requeued or repaired in place.
+  double restart_cost_s = 600;
   double rendezvous_timeout_s = 600;  // `default` policy only
+  double locality_patience_s = 0;     // `topogang` only: see PolicyContext
+  double queue_starvation_s = -1;     // `topogang` only: QueueOptions overrides (< 0: default)
+  int queue_hold_min_gpus = -1;
+  int queue_max_holds = -1;
+  bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
 };

@@ -32,6 +32,19 @@ struct PolicyContext {
   // `default` only: a partially placed gang gives its pods back after waiting this long (the
   // rendezvous timeout of the training launcher), so two half-placed gangs cannot deadlock.
   double rendezvous_timeout_s = 600;
+  // `topogang` only, a prototype of a queue change (0 = off = what the daemon does): a gang
+  // whose planned placement has less bandwidth than its shape's ideal is put back in the queue
+  // instead of started, until it has waited this long.
+  double locality_patience_s = 0;
+  // `topogang` only: the daemon's queue options (scheduler/queue_policy.h), defaults unless set.
+  double queue_starvation_s = -1;
+  int queue_hold_min_gpus = -1;
+  int queue_max_holds = -1;
+  // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By
+  // default a failure-hit gang is repaired in place only when it already runs at its ideal
+  // bandwidth and the repair keeps that; otherwise it is requeued and re-planned whole (a
+  // restart from checkpoint either way). true: repair whenever the repair keeps the bandwidth.
+  bool repair_in_place_always = false;
 };
 
 struct Started {

@@ -5,13 +5,16 @@
 //    commits those reservations at once (every member binds instantly here);
 //  - completions Release; failures and drains go through GangScheduler::SetNodeCordoned. On a
 //    failure the replacement the scheduler proposes (PlanNear: next to the survivors) is
-//    applied; when none exists the gang is released and requeued. On a drain running gangs
+//    applied when the gang runs at its ideal bandwidth and the repair keeps it; otherwise (or
+//    when there is none) the gang is released and requeued, keeping its place in line, so it is
+//    re-planned whole instead of running slow for the rest of its life. On a drain running gangs
 //    keep their GPUs until they finish.
 // GPUs the queue holds for a starved gang (kHeld records) are reported as idle-held GPU-time.
 #include <map>
 
 #include "scheduler/gang_scheduler.h"
 #include "scheduler/queue_policy.h"
+#include "sim/comm_model.h"
 #include "sim/policies.h"
 
 namespace topogang::sim {
@@ -22,29 +25,55 @@ absl::Time At(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
 class TopogangPolicy : public Policy {
  public:
   TopogangPolicy(const Cluster& c, PolicyContext ctx)
-      : ctx_(std::move(ctx)), sched_(c, SchedulerOptions{}), queue_(QueueOptions{}) {
-    for (size_t j = 0; j < ctx_.jobs->size(); ++j) by_name_[(*ctx_.jobs)[j].gang.name] = j;
+      : ctx_(std::move(ctx)), sched_(c, SchedulerOptions{}), queue_(Options(ctx_)) {
+    for (size_t j = 0; j < ctx_.jobs->size(); ++j) {
+      const GangSpec& g = (*ctx_.jobs)[j].gang;
+      by_name_[g.name] = j;
+      ideal_.push_back(IdealBandwidthGbps(c, g.members, g.gpus_per_member));
+    }
+    first_enqueued_.assign(ctx_.jobs->size(), -1);
   }
   std::string name() const override { return "topogang"; }
+
+  static QueueOptions Options(const PolicyContext& ctx) {
+    QueueOptions o;
+    if (ctx.queue_starvation_s >= 0) o.starvation_threshold = absl::Seconds(ctx.queue_starvation_s);
+    if (ctx.queue_hold_min_gpus >= 0) o.hold_min_gpus = ctx.queue_hold_min_gpus;
+    if (ctx.queue_max_holds >= 0) o.max_holds = ctx.queue_max_holds;
+    return o;
+  }
   const Cluster& cluster() const override { return sched_.cluster(); }
 
   void Enqueue(int j, double now) override {
-    (void)queue_.Enqueue(job(j).gang, At(now));
+    // A gang requeued after a failure keeps its place in line.
+    if (first_enqueued_[j] < 0) first_enqueued_[j] = now;
+    (void)queue_.Enqueue(job(j).gang, At(first_enqueued_[j]));
     dirty_ = true;
   }
 
   std::vector<Started> Schedule(double now) override {
     std::vector<Started> out;
-    if (!dirty_ && now < wake_) return out;
+    if (!dirty_ && now < wake_ && now < wake_patience_) return out;
     dirty_ = false;
+    if (now >= wake_patience_) wake_patience_ = kNever;
     for (const std::string& name : queue_.Schedule(sched_, At(now))) {
-      (void)sched_.Commit(name);
       const int j = by_name_.at(name);
-      out.push_back(Started{j, sched_.Find(name)->placement.members});
+      const GangRecord* rec = sched_.Find(name);
+      if (ctx_.locality_patience_s > 0 && rec->placement.bandwidth_gbps < ideal_[j] &&
+          now - first_enqueued_[j] < ctx_.locality_patience_s) {
+        // Prototype: not good enough yet; wait for a better domain (keeping the queue position).
+        (void)sched_.Release(name);
+        (void)queue_.Enqueue(job(j).gang, At(first_enqueued_[j]));
+        dirty_ = true;
+        wake_patience_ = std::min(wake_patience_, first_enqueued_[j] + ctx_.locality_patience_s);
+        continue;
+      }
+      (void)sched_.Commit(name);
+      out.push_back(Started{j, rec->placement.members});
     }
     // The next time a waiting large gang turns "starved" and may start holding GPUs.
     wake_ = kNever;
-    const QueueOptions defaults;
+    const QueueOptions defaults = Options(ctx_);
     for (const GangQueue::Entry& e : queue_.waiting()) {
       if (e.hold_domain >= 0 || e.spec.total_gpus() < defaults.hold_min_gpus) continue;
       const double t = absl::ToDoubleSeconds(e.enqueued - absl::UnixEpoch()) +
@@ -68,7 +97,9 @@ class TopogangPolicy : public Policy {
       auto it = by_name_.find(e.gang);
       if (it == by_name_.end()) continue;  // a hold: the queue rebuilds it
       const int j = it->second;
-      if (e.kind == ReplanEvent::Kind::kReplacementProposed &&
+      if (e.kind == ReplanEvent::Kind::kReplacementProposed && KeepsBandwidth(e) &&
+          (ctx_.repair_in_place_always ||
+           sched_.Find(e.gang)->placement.bandwidth_gbps >= ideal_[j]) &&
           sched_.ApplyReplacement(e.gang, e.lost_members, e.replacement).ok()) {
         r.moved.emplace_back(j, sched_.Find(e.gang)->placement.members);
         continue;
@@ -82,7 +113,7 @@ class TopogangPolicy : public Policy {
     return r;
   }
 
-  double NextWakeup() const override { return wake_; }
+  double NextWakeup() const override { return std::min(wake_, wake_patience_); }
 
   long HeldIdleGpus() const override {
     long held = 0;
@@ -98,12 +129,27 @@ class TopogangPolicy : public Policy {
  private:
   const SimJob& job(int j) const { return (*ctx_.jobs)[j]; }
 
+  // Whether the proposed replacement leaves the gang as well connected as it was. A repair that
+  // would drag it across a slower tier for the rest of its run is worse than a restart.
+  bool KeepsBandwidth(const ReplanEvent& e) const {
+    const GangRecord* rec = sched_.Find(e.gang);
+    if (rec == nullptr || e.replacement.size() != e.lost_members.size()) return false;
+    Placement after = rec->placement;
+    for (size_t i = 0; i < e.lost_members.size(); ++i) {
+      after.members[e.lost_members[i]] = e.replacement[i];
+    }
+    SummarizePlacement(sched_.cluster(), &after);
+    return after.bandwidth_gbps >= rec->placement.bandwidth_gbps;
+  }
+
   PolicyContext ctx_;
   GangScheduler sched_;
   GangQueue queue_;
   std::map<std::string, int, std::less<>> by_name_;
+  std::vector<double> ideal_, first_enqueued_;
   bool dirty_ = false;
   double wake_ = kNever;
+  double wake_patience_ = kNever;
 };
 
 }  // namespace

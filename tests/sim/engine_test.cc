@@ -129,22 +129,31 @@ TEST(Engine, FailuresKillBaselinesAndRepairTopogangInPlace) {
       "@fail,50,node-placeholder\n");
   Cluster c = testing::MakeCluster(1, 1, 3, 2, 8);  // 3 leaves: one spare for repairs
   t.events[0].node = c.node(0).name;
-  auto base = Simulate(c, t, "kueue-tas", SimOptions{});
+  SimOptions opt;
+  opt.restart_cost_s = 20;  // of the 50 s done at the failure, 30 s survive
+  auto base = Simulate(c, t, "kueue-tas", opt);
   ASSERT_TRUE(base.ok()) << base.status();
-  auto ours = Simulate(c, t, "topogang", SimOptions{});
+  auto ours = Simulate(c, t, "topogang", opt);
   ASSERT_TRUE(ours.ok()) << ours.status();
   int killed = 0;
   for (const JobResult& j : base->jobs) {
     if (j.restarts) {
       ++killed;
       EXPECT_DOUBLE_EQ(j.start, 50);  // requeued and restarted at once on the spare leaf
-      EXPECT_DOUBLE_EQ(j.end, 100);   // with the remaining 50 s of work
+      EXPECT_DOUBLE_EQ(j.end, 120);   // with the remaining 70 s of work
     }
   }
   EXPECT_EQ(killed, 1);
   for (const JobResult& j : ours->jobs) {
     EXPECT_EQ(j.restarts, 0);
-    EXPECT_DOUBLE_EQ(j.end, 100);  // the lost member moved; no work lost in this model
+    EXPECT_DOUBLE_EQ(j.start, 0);  // not requeued: the lost member moved to the spare leaf
+  }
+  // The repaired gang restarts from its checkpoint too; the other one was not hit.
+  std::vector<double> ends = {ours->jobs[0].end, ours->jobs[1].end};
+  std::sort(ends.begin(), ends.end());
+  EXPECT_EQ(ends, (std::vector<double>{100, 120}));
+  for (const JobResult& j : ours->jobs) {
+    EXPECT_DOUBLE_EQ(j.bandwidth, 400);  // still within one spine
   }
 }
 
