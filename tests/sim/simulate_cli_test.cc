@@ -1,0 +1,122 @@
+// Runs the real `topogang simulate` and checks its output files and exit status.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/test_util.h"
+
+namespace topogang {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliResult {
+  int code;
+  std::string out;
+};
+
+CliResult Topogang(const std::string& args) {
+  std::string cmd = testing::BinDir() + "/topogang " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliResult r{-1, ""};
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Lab() { return testing::SourceDir() + "/examples/clusters/lab-64.yaml"; }
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+std::string TempFile(const std::string& name, const std::string& text) {
+  std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(SimulateCli, GeneratedTraceEveryPolicyFilesAndSameOutputTwice) {
+  const std::string dir = ::testing::TempDir() + "/simcli";
+  std::filesystem::remove_all(dir);
+  const std::string args =
+      "simulate --cluster " + Lab() + " --generate 300 --seed 4 --failure-rate 0.5 --out " + dir;
+  CliResult a = Topogang(args + "/a");
+  ASSERT_EQ(a.code, 0) << a.out;
+  for (const char* p :
+       {"default", "gang-firstfit", "kueue-tas", "slurm-tree", "volcano-hypernode", "topogang"}) {
+    EXPECT_THAT(a.out, HasSubstr(std::string("\n") + p + " ")) << p;
+    EXPECT_TRUE(std::filesystem::exists(dir + "/a/jobs-" + p + ".csv")) << p;
+  }
+  for (const char* f : {"summary.csv", "jct-cdf.svg", "occupancy.svg"}) {
+    EXPECT_TRUE(std::filesystem::exists(dir + "/a/" + f)) << f;
+  }
+  EXPECT_THAT(Slurp(dir + "/a/jct-cdf.svg"), HasSubstr("<polyline"));
+  CliResult b = Topogang(args + "/b");
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_EQ(Slurp(dir + "/a/summary.csv"), Slurp(dir + "/b/summary.csv"));
+  EXPECT_EQ(Slurp(dir + "/a/jobs-topogang.csv"), Slurp(dir + "/b/jobs-topogang.csv"));
+  EXPECT_EQ(Slurp(dir + "/a/jobs-default.csv"), Slurp(dir + "/b/jobs-default.csv"));
+}
+
+TEST(SimulateCli, WrittenTraceReadsBackToTheSameResults) {
+  const std::string trace = ::testing::TempDir() + "/gen.csv";
+  CliResult w =
+      Topogang("simulate --cluster " + Lab() + " --generate 200 --seed 9 --write-trace " + trace);
+  ASSERT_EQ(w.code, 0) << w.out;
+  CliResult direct = Topogang("simulate --cluster " + Lab() +
+                              " --generate 200 --seed 9 --policy topogang,kueue-tas");
+  CliResult read = Topogang("simulate --cluster " + Lab() + " --trace " + trace +
+                            " --policy topogang,kueue-tas");
+  ASSERT_EQ(direct.code, 0) << direct.out;
+  ASSERT_EQ(read.code, 0) << read.out;
+  // Same numbers; only the trace's name and the wall times differ.
+  auto rows = [](const std::string& out) {
+    std::string kept;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("topogang ", 0) == 0 || line.rfind("kueue-tas ", 0) == 0) {
+        kept += line.substr(0, line.rfind("  ")) + "\n";  // drop WALL
+      }
+    }
+    return kept;
+  };
+  EXPECT_FALSE(rows(read.out).empty());
+  EXPECT_EQ(rows(direct.out), rows(read.out));
+}
+
+TEST(SimulateCli, BadInputExitsTwoWithTheLine) {
+  const std::string bad = TempFile(
+      "bad.csv", "id,arrival_s,members,gpus_per_member,duration_s\nx,0,1,1,10\ny,0,1,1,ten\n");
+  CliResult r = Topogang("simulate --cluster " + Lab() + " --trace " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("bad.csv:3: duration_s: expected a number, got 'ten'"));
+  r = Topogang("simulate --cluster " + Lab() + " --trace " + bad + " --policy nope");
+  EXPECT_EQ(r.code, 2);
+  r = Topogang("simulate --cluster " + Lab() + " --generate 10 --policy bogus");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("unknown policy 'bogus'"));
+  r = Topogang("simulate --cluster " + Lab());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("exactly one of --trace, --generate"));
+  r = Topogang("simulate --cluster " + Lab() + " --generate 10 --load -3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--load must be a number"));
+  r = Topogang("simulate --cluster /nonexistent.yaml --generate 10");
+  EXPECT_EQ(r.code, 2);
+}
+
+}  // namespace
+}  // namespace topogang
