@@ -46,6 +46,16 @@ class SlurmTreePolicy : public ClusterGangPolicy {
       if (top < 0) return std::nullopt;
     }
     if (c.MemberCapacity(top, kAnySku, g) < n) return std::nullopt;
+    if (c.domain(top).level >= leaf_level) {
+      // Required within one leaf switch (or one node): its free nodes in order.
+      std::vector<std::pair<int, int>> picks;
+      int rem = n;
+      for (int node = c.domain(top).node_begin; node < c.domain(top).node_end && rem > 0; ++node) {
+        int k = std::min(rem, c.NodeFreeHealthy(node) / g);
+        if (k > 0) picks.emplace_back(node, k), rem -= k;
+      }
+      return Materialize(c, picks, g);
+    }
 
     // Leaves under the top switch.
     std::vector<int> leaves;

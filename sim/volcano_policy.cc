@@ -39,7 +39,9 @@ class VolcanoPolicy : public ClusterGangPolicy {
     std::optional<std::vector<MemberPlacement>> out;
     if (!s.required_tier.empty()) {
       const int req = std::max(1, c.LevelByName(s.required_tier));
-      for (int level = c.node_level() - 1; level >= req && !out; --level) {
+      // A required node has no hypernode tier: the node itself is the only candidate level.
+      const int first = req == c.node_level() ? req : c.node_level() - 1;
+      for (int level = first; level >= req && !out; --level) {
         int best = -1;
         double best_score = -1;
         for (int d = c.LevelBegin(level); d < c.LevelEnd(level); ++d) {
@@ -108,7 +110,8 @@ class VolcanoPolicy : public ClusterGangPolicy {
       } else {
         // Narrowest hypernode around the job first: every node inside alloc_hn has the same
         // (best) LCA tier; widen one tier at a time, never past the scope.
-        for (int d = alloc_hn >= 0 ? alloc_hn : scope; d >= 0 && node < 0;
+        const bool inside = alloc_hn >= 0 && c.domain(alloc_hn).level >= c.domain(scope).level;
+        for (int d = inside ? alloc_hn : scope; d >= 0 && node < 0;
              d = d == scope ? -1 : c.domain(d).parent) {
           node = MostFree(d, g);
         }

@@ -211,6 +211,26 @@ TEST_F(Baselines, TopogangKeepsAGangInOneLeafWhenOneFits) {
   EXPECT_EQ(Leaves(NodesOf(p->Schedule(0), j)), (std::map<int, int>{{2, 3}}));  // best fit
 }
 
+TEST_F(Baselines, EveryGangPolicyHonoursARequiredNode) {
+  ShapeFree();
+  FillNode(0, 4);  // node 0 keeps 4 free GPUs: the tightest node for 2 x 2
+  for (const std::string policy :
+       {"gang-firstfit", "kueue-tas", "slurm-tree", "volcano-hypernode", "topogang"}) {
+    int j = AddJob(2, 2, "node");
+    auto p = Make(policy);
+    p->Enqueue(j, 0);
+    auto nodes = NodesOf(p->Schedule(0), j);
+    if (policy == "gang-firstfit") {
+      EXPECT_FALSE(nodes.empty());  // topology-blind: ignores the constraint, still places
+      continue;
+    }
+    ASSERT_EQ(nodes.size(), 1u) << policy;
+    if (policy != "volcano-hypernode") {
+      EXPECT_EQ(nodes.begin()->first, 0) << policy;  // best fit
+    }
+  }
+}
+
 TEST_F(Baselines, UnknownPolicyIsAnError) {
   PolicyContext ctx;
   ctx.jobs = &jobs_;
