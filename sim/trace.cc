@@ -29,8 +29,7 @@ const std::vector<std::string>& KnownColumns() {
 bool ValidName(absl::string_view s) {
   if (s.empty() || s.size() > 128) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
-           c == '/';
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
 }
 
@@ -147,7 +146,7 @@ absl::StatusOr<Trace> ParseTraceCsv(absl::string_view text, absl::string_view so
     absl::string_view id = f[col["id"]];
     if (!ValidName(id)) {
       return err(absl::StrCat("id: invalid job id '", id,
-                              "' (1-128 characters of letters, digits, - _ . /)"));
+                              "' (1-128 characters of letters, digits, - _ .)"));
     }
     j.id = std::string(id);
     if (!ids.insert(j.id).second) return err(absl::StrCat("id: duplicate job id '", id, "'"));

@@ -86,6 +86,7 @@ TEST(TraceCsv, BadRowsNameTheLine) {
       {"x,0,1,1,10,0.3\n", "t.csv:2: expected 8 fields like the header, got 6"},
       {"x,0,1,1,10,0.3,,\nx,1,1,1,10,0.3,,\n", "t.csv:3: id: duplicate job id 'x'"},
       {"x y,0,1,1,10,0.3,,\n", "t.csv:2: id: invalid job id"},
+      {"hold/x,0,1,1,10,0.3,,\n", "t.csv:2: id: invalid job id"},
       {"x,0,1,1,10,0.3,le af,\n", "t.csv:2: required_tier: invalid tier name"},
       {"@boom,1,n\n", "t.csv:2: unknown event '@boom'"},
       {"@fail,1\n", "t.csv:2: @fail: expected @fail,TIME_S,NODE[,DURATION_S]"},
