@@ -94,8 +94,10 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   std::sort(nodes.begin(), nodes.end());
   Placement hold;
   int members = 0;
+  const int claim =
+      std::max(g.members, static_cast<int>(g.members * options_.claim_factor + 0.999));
   for (auto [neg_free, n] : nodes) {
-    if (members >= g.members) break;
+    if (members >= claim) break;
     members += c.node(n).gpus / g.gpus_per_member;
     MemberPlacement mp{n, {}};
     for (int i = 0; i < c.node(n).gpus; ++i) {

@@ -26,6 +26,10 @@ struct QueueOptions {
   int hold_min_gpus = 64;
   // How many starved gangs may hold GPUs at once (the oldest first).
   int max_holds = 1;
+  // Claim nodes for this many times the gang's size. A gang can start only when enough claimed
+  // nodes are free; with heavy-tailed run times, waiting for the fastest of 1.5x the nodes is far
+  // shorter than waiting for the slowest of exactly enough (and idles fewer held GPUs).
+  double claim_factor = 1.5;
 };
 
 class GangQueue {
