@@ -44,7 +44,8 @@ of its placement (communication model, docs/placement-quality.md).
   --snapshot-at S         time of the occupancy picture (default: middle of the arrivals)
   --locality-patience S   topogang only, prototype queue change (default 0 = off): a gang
                           planned below its ideal bandwidth waits up to S seconds for better
-  --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N
+  --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
+  --queue-claim-factor X
                           topogang only: override the daemon's GangQueue options
   --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
                           repair keeps its bandwidth (default: requeue and re-plan gangs that
@@ -109,6 +110,7 @@ int RunSimulate(int argc, char** argv) {
                          "queue-starvation-minutes",
                          "queue-hold-min-gpus",
                          "queue-max-holds",
+                         "queue-claim-factor",
                          "generate",
                          "profile",
                          "load",
@@ -147,7 +149,7 @@ int RunSimulate(int argc, char** argv) {
   }
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
-  double q_starve, q_min, q_holds;
+  double q_starve, q_min, q_holds, q_claim;
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
@@ -160,6 +162,7 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-starvation-minutes", -1, -1, 1e7, &q_starve) ||
       !ParseDouble(*args, "queue-hold-min-gpus", -1, -1, 1e7, &q_min) ||
       !ParseDouble(*args, "queue-max-holds", -1, -1, 1e6, &q_holds) ||
+      !ParseDouble(*args, "queue-claim-factor", -1, -1, 100, &q_claim) ||
       !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
       !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
       !ParseDouble(*args, "generate", 0, 0, sim::kMaxTraceJobs, &gen_n) ||
@@ -252,6 +255,7 @@ int RunSimulate(int argc, char** argv) {
   opt.queue_starvation_s = q_starve < 0 ? -1 : q_starve * 60;
   opt.queue_hold_min_gpus = static_cast<int>(q_min);
   opt.queue_max_holds = static_cast<int>(q_holds);
+  opt.queue_claim_factor = q_claim;
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

@@ -91,6 +91,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   ctx.queue_starvation_s = opt.queue_starvation_s;
   ctx.queue_hold_min_gpus = opt.queue_hold_min_gpus;
   ctx.queue_max_holds = opt.queue_max_holds;
+  ctx.queue_claim_factor = opt.queue_claim_factor;
   ctx.repair_in_place_always = opt.repair_in_place_always;
   ctx.run_time = [&](int j, const std::vector<MemberPlacement>& members) {
     Placement p;

@@ -26,6 +26,7 @@ struct SimOptions {
   double queue_starvation_s = -1;     // `topogang` only: QueueOptions overrides (< 0: default)
   int queue_hold_min_gpus = -1;
   int queue_max_holds = -1;
+  double queue_claim_factor = -1;
   bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;

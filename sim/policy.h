@@ -40,6 +40,7 @@ struct PolicyContext {
   double queue_starvation_s = -1;
   int queue_hold_min_gpus = -1;
   int queue_max_holds = -1;
+  double queue_claim_factor = -1;
   // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By
   // default a failure-hit gang is repaired in place only when it already runs at its ideal
   // bandwidth and the repair keeps that; otherwise it is requeued and re-planned whole (a

@@ -40,6 +40,7 @@ class TopogangPolicy : public Policy {
     if (ctx.queue_starvation_s >= 0) o.starvation_threshold = absl::Seconds(ctx.queue_starvation_s);
     if (ctx.queue_hold_min_gpus >= 0) o.hold_min_gpus = ctx.queue_hold_min_gpus;
     if (ctx.queue_max_holds >= 0) o.max_holds = ctx.queue_max_holds;
+    if (ctx.queue_claim_factor >= 1) o.claim_factor = ctx.queue_claim_factor;
     return o;
   }
   const Cluster& cluster() const override { return sched_.cluster(); }
