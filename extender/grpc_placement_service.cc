@@ -188,6 +188,8 @@ grpc::Status PlacementServiceImpl::WatchDecisions(grpc::ServerContext* ctx,
                                                   grpc::ServerWriter<v1::DecisionEvent>* writer) {
   if (req->after_seq() < 0) return Invalid("after_seq must be >= 0");
   int64_t after = req->from_now() ? state_.LastSeq() : req->after_seq();
+  // Tell the client the watch is live (and from which point) before the first event.
+  writer->SendInitialMetadata();
   // Poll in short slices so a client cancel or a server stop ends the stream promptly.
   while (!stopping_ && !ctx->IsCancelled()) {
     const absl::Time deadline = absl::Now() + kWatchPoll;
