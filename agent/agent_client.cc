@@ -116,7 +116,8 @@ void AgentClient::ConnectLoop() {
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
     absl::Duration wait = backoff * jitter(rng);
     lock.unlock();
-    Log(absl::StrCat("disconnected (", s.ToString(), "); retrying in ", absl::FormatDuration(wait)));
+    Log(absl::StrCat("disconnected (", s.ToString(), "); retrying in ",
+                     absl::FormatDuration(wait)));
     lock.lock();
     cv_.wait_for(lock, absl::ToChronoNanoseconds(wait), [&] { return stop_; });
     if (stop_) return;

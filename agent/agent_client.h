@@ -4,6 +4,8 @@
 // survives daemon restarts; events raised while disconnected are queued and sent afterwards.
 #pragma once
 
+#include <grpcpp/channel.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -12,8 +14,6 @@
 #include <mutex>
 #include <string>
 #include <thread>
-
-#include <grpcpp/channel.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"

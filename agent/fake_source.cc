@@ -16,7 +16,8 @@ FakeGpuSource::FakeGpuSource(int count, std::string model, std::string node_seed
     g.index = i;
     char uuid[64];
     // Stable per node and index so re-registration reports the same UUIDs.
-    std::snprintf(uuid, sizeof(uuid), "GPU-fake-%08zx-%04d", std::hash<std::string>{}(node_seed) & 0xffffffff, i);
+    std::snprintf(uuid, sizeof(uuid), "GPU-fake-%08zx-%04d",
+                  std::hash<std::string>{}(node_seed)&0xffffffff, i);
     g.uuid = uuid;
     g.model = model;
     g.memory_bytes = 80ull << 30;

@@ -22,7 +22,13 @@ struct GpuInfo {
   uint32_t fabric_clique_id = 0;
 };
 
-enum class GpuEventKind { kXid = 1, kEccUncorrectable = 2, kGpuLost = 3, kThermal = 4, kRecovered = 5 };
+enum class GpuEventKind {
+  kXid = 1,
+  kEccUncorrectable = 2,
+  kGpuLost = 3,
+  kThermal = 4,
+  kRecovered = 5
+};
 
 struct GpuEventInfo {
   int gpu_index = 0;

@@ -68,10 +68,11 @@ void FollowControlFile(const std::string& path, topogang::agent::FakeGpuSource* 
 
 int main(int argc, char** argv) {
   using namespace topogang;
-  auto args = cli::ParseArgs(argc, argv, 1,
-                             {"server", "node", "token-file", "ca", "cert", "key", "tls-server-name",
-                              "fake-gpus", "fake-model", "fake-control", "fake-xid-after"},
-                             {"help", "discover"});
+  auto args =
+      cli::ParseArgs(argc, argv, 1,
+                     {"server", "node", "token-file", "ca", "cert", "key", "tls-server-name",
+                      "fake-gpus", "fake-model", "fake-control", "fake-xid-after"},
+                     {"help", "discover"});
   if (!args.ok()) {
     std::cerr << "topogang-agent: " << args.status().message() << "\n\n" << kHelp;
     return 2;
@@ -81,8 +82,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   int fake_gpus = -1;
-  if (args->Has("fake-gpus") &&
-      (!absl::SimpleAtoi(args->Get("fake-gpus"), &fake_gpus) || fake_gpus < 0 || fake_gpus > 1024)) {
+  if (args->Has("fake-gpus") && (!absl::SimpleAtoi(args->Get("fake-gpus"), &fake_gpus) ||
+                                 fake_gpus < 0 || fake_gpus > 1024)) {
     std::cerr << "topogang-agent: --fake-gpus must be 0..1024\n";
     return 2;
   }
@@ -115,7 +116,8 @@ int main(int argc, char** argv) {
     std::cout << "driver " << source->DriverVersion() << ", " << gpus->size() << " GPU(s)\n";
     for (const auto& g : *gpus) {
       std::cout << "gpu " << g.index << ": " << g.model << " uuid=" << g.uuid
-                << " memory=" << (g.memory_bytes >> 20) << "MiB nvlink_active=" << g.nvlink_active_links
+                << " memory=" << (g.memory_bytes >> 20)
+                << "MiB nvlink_active=" << g.nvlink_active_links
                 << " fabric=" << (g.fabric_cluster_uuid.empty() ? "-" : g.fabric_cluster_uuid)
                 << " clique=" << g.fabric_clique_id << "\n";
     }

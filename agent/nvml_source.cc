@@ -56,7 +56,7 @@ struct NvmlGpuSource::Api {
   nvmlReturn_t (*DeviceGetUUID)(nvmlDevice_t, char*, unsigned int);
   nvmlReturn_t (*DeviceGetName)(nvmlDevice_t, char*, unsigned int);
   nvmlReturn_t (*DeviceGetMemoryInfo)(nvmlDevice_t, nvmlMemory_t*);
-  nvmlReturn_t (*DeviceGetNvLinkState)(nvmlDevice_t, unsigned int, int*);  // optional
+  nvmlReturn_t (*DeviceGetNvLinkState)(nvmlDevice_t, unsigned int, int*);      // optional
   nvmlReturn_t (*DeviceGetGpuFabricInfo)(nvmlDevice_t, nvmlGpuFabricInfo_t*);  // optional
   nvmlReturn_t (*SystemGetDriverVersion)(char*, unsigned int);
   nvmlReturn_t (*EventSetCreate)(nvmlEventSet_t*);  // optional, as are the event calls below
@@ -98,7 +98,8 @@ absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Open(const char* l
   sym(a.Shutdown, {"nvmlShutdown"}, true);
   sym(a.ErrorString, {"nvmlErrorString"}, false);
   sym(a.DeviceGetCount, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}, true);
-  sym(a.DeviceGetHandleByIndex, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, true);
+  sym(a.DeviceGetHandleByIndex, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"},
+      true);
   sym(a.DeviceGetUUID, {"nvmlDeviceGetUUID"}, true);
   sym(a.DeviceGetName, {"nvmlDeviceGetName"}, true);
   sym(a.DeviceGetMemoryInfo, {"nvmlDeviceGetMemoryInfo"}, true);
@@ -110,7 +111,8 @@ absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Open(const char* l
   sym(a.EventSetWait, {"nvmlEventSetWait_v2", "nvmlEventSetWait"}, false);
   sym(a.EventSetFree, {"nvmlEventSetFree"}, false);
   sym(a.DeviceGetCurrentClocksThrottleReasons,
-      {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"}, false);
+      {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"},
+      false);
   if (!missing.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(library, " lacks required symbols: ", missing, " (driver too old?)"));
@@ -257,7 +259,8 @@ std::optional<GpuEventInfo> NvmlGpuSource::WaitEvent(absl::Duration timeout) {
   }
   if (idx < 0) return std::nullopt;
   if (data.eventType & kEventXid) {
-    return GpuEventInfo{idx, GpuEventKind::kXid, static_cast<uint32_t>(data.eventData), "NVML XID event"};
+    return GpuEventInfo{idx, GpuEventKind::kXid, static_cast<uint32_t>(data.eventData),
+                        "NVML XID event"};
   }
   if (data.eventType & kEventDoubleBitEcc) {
     return GpuEventInfo{idx, GpuEventKind::kEccUncorrectable, 0, "NVML double-bit ECC event"};

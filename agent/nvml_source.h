@@ -14,7 +14,8 @@ class NvmlGpuSource : public GpuSource {
  public:
   // Loads the library, initializes NVML, finds at least one GPU and subscribes to XID and ECC
   // events. FailedPrecondition with a clear message when any of that is not possible.
-  static absl::StatusOr<std::unique_ptr<NvmlGpuSource>> Open(const char* library = "libnvidia-ml.so.1");
+  static absl::StatusOr<std::unique_ptr<NvmlGpuSource>> Open(
+      const char* library = "libnvidia-ml.so.1");
   ~NvmlGpuSource() override;
 
   absl::StatusOr<std::vector<GpuInfo>> Discover() override;

@@ -98,8 +98,9 @@ grpc::Status AgentServiceImpl::DoRegister(const grpc::ServerContextBase& ctx,
     return Status(grpc::StatusCode::INVALID_ARGUMENT, "version strings are at most 128 bytes");
   }
   if (req.gpus_size() > kMaxGpusPerAgent) {
-    return Status(grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("at most ", kMaxGpusPerAgent, " GPUs per node, got ", req.gpus_size()));
+    return Status(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        absl::StrCat("at most ", kMaxGpusPerAgent, " GPUs per node, got ", req.gpus_size()));
   }
   struct ModelNode {
     int index = -1, gpus = 0;
@@ -139,14 +140,16 @@ grpc::Status AgentServiceImpl::DoRegister(const grpc::ServerContextBase& ctx,
                     absl::StrCat("GPU ", g.index(), ": nvlink_active_links must be 0..64"));
     }
     rec.uuid_by_index[g.index()] = g.uuid();
-    if (!g.model().empty() && !absl::StrContains(absl::AsciiStrToLower(g.model()), absl::AsciiStrToLower(mn.sku))) {
+    if (!g.model().empty() &&
+        !absl::StrContains(absl::AsciiStrToLower(g.model()), absl::AsciiStrToLower(mn.sku))) {
       resp->add_warnings(absl::StrCat("GPU ", g.index(), " is a '", g.model(),
                                       "' but the cluster model says ", mn.sku));
     }
   }
   if (req.gpus_size() != mn.gpus) {
-    resp->add_warnings(absl::StrCat("agent reports ", req.gpus_size(), " GPUs, the cluster model has ",
-                                    mn.gpus, "; missing GPUs are marked lost"));
+    resp->add_warnings(absl::StrCat("agent reports ", req.gpus_size(),
+                                    " GPUs, the cluster model has ", mn.gpus,
+                                    "; missing GPUs are marked lost"));
   }
   rec.agent_version = req.agent_version();
   rec.driver_version = req.driver_version();
@@ -173,9 +176,10 @@ grpc::Status AgentServiceImpl::DoRegister(const grpc::ServerContextBase& ctx,
     }
   }
   monitor_.Seen(req.node());
-  state_.Publish({0, absl::Time(), "agent-registered", "", req.node(),
-                  absl::StrCat(req.gpus_size(), " GPUs, driver ", req.driver_version().substr(0, 32),
-                               ", agent ", req.agent_version().substr(0, 32))});
+  state_.Publish(
+      {0, absl::Time(), "agent-registered", "", req.node(),
+       absl::StrCat(req.gpus_size(), " GPUs, driver ", req.driver_version().substr(0, 32),
+                    ", agent ", req.agent_version().substr(0, 32))});
   resp->set_heartbeat_interval_ms(absl::ToInt64Milliseconds(options_.heartbeat_interval));
   resp->set_heartbeat_window_ms(absl::ToInt64Milliseconds(monitor_.window()));
   resp->set_model_gpus(mn.gpus);
@@ -188,8 +192,9 @@ grpc::Status AgentServiceImpl::DoReport(const grpc::ServerContextBase& ctx, std:
     if (grpc::Status s = CheckNodeName(report.node()); !s.ok()) return s;
     if (grpc::Status s = auth_.AuthorizeAgent(ctx, report.node()); !s.ok()) return s;
     if (!Registered(report.node())) {
-      return Status(grpc::StatusCode::FAILED_PRECONDITION,
-                    absl::StrCat("node '", report.node(), "' has not registered; call Register first"));
+      return Status(
+          grpc::StatusCode::FAILED_PRECONDITION,
+          absl::StrCat("node '", report.node(), "' has not registered; call Register first"));
     }
     *node = report.node();
   } else if (report.node() != *node) {
@@ -209,7 +214,8 @@ grpc::Status AgentServiceImpl::DoReport(const grpc::ServerContextBase& ctx, std:
     case v1::HealthReport::BODY_NOT_SET:
       break;
   }
-  return Status(grpc::StatusCode::INVALID_ARGUMENT, "health report has neither heartbeat nor gpu_event");
+  return Status(grpc::StatusCode::INVALID_ARGUMENT,
+                "health report has neither heartbeat nor gpu_event");
 }
 
 grpc::Status AgentServiceImpl::HandleGpuEvent(absl::string_view node, const v1::GpuEvent& ev,
@@ -261,8 +267,8 @@ grpc::Status AgentServiceImpl::HandleGpuEvent(absl::string_view node, const v1::
         return n < 0 ? 0 : sc.cluster().node(n).gpus;
       });
       if (ev.gpu_index() < 0 || ev.gpu_index() >= gpus) {
-        s = absl::OutOfRangeError(absl::StrCat("node '", node, "' has ", gpus,
-                                               " GPUs; no GPU index ", ev.gpu_index()));
+        s = absl::OutOfRangeError(
+            absl::StrCat("node '", node, "' has ", gpus, " GPUs; no GPU index ", ev.gpu_index()));
         break;
       }
       state_.Publish({0, absl::Time(),

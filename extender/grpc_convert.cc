@@ -82,8 +82,7 @@ int64_t UnixMillis(absl::Time t) { return absl::ToUnixMillis(t); }
 
 void GangRecordToProto(const Cluster& c, const GangRecord& r, v1::Gang* p) {
   GangToProto(r.spec, p->mutable_spec());
-  p->set_state(r.state == GangState::kReserved ? v1::GANG_STATE_RESERVED
-                                               : v1::GANG_STATE_RUNNING);
+  p->set_state(r.state == GangState::kReserved ? v1::GANG_STATE_RESERVED : v1::GANG_STATE_RUNNING);
   PlacementToProto(c, r.placement, p->mutable_placement());
   p->set_reserved_at_unix_ms(UnixMillis(r.reserved_at));
   p->set_expires_at_unix_ms(r.state == GangState::kReserved ? UnixMillis(r.expires_at) : 0);

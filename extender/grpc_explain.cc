@@ -65,8 +65,9 @@ void ExplainGang(const Cluster& c, const GangSpec& gang, int max_rejected,
     }
     const size_t keep = std::min<size_t>(rejected.size(), std::max(0, max_rejected));
     std::partial_sort(rejected.begin(), rejected.begin() + keep, rejected.end(),
-                      [](auto& a, auto& b) { return a.first != b.first ? a.first > b.first
-                                                                        : a.second < b.second; });
+                      [](auto& a, auto& b) {
+                        return a.first != b.first ? a.first > b.first : a.second < b.second;
+                      });
     for (size_t i = 0; i < keep; ++i) {
       auto [cap, d] = rejected[i];
       v1::DomainRejection* r = t->add_rejected();

@@ -14,7 +14,13 @@ std::set<uint32_t> DefaultFatalXids();
 const char* XidName(uint32_t xid);
 
 // Mirrors topogang.v1.GpuEvent.Kind (kept proto-free so the policy is testable on its own).
-enum class GpuEventKind { kXid = 1, kEccUncorrectable = 2, kGpuLost = 3, kThermal = 4, kRecovered = 5 };
+enum class GpuEventKind {
+  kXid = 1,
+  kEccUncorrectable = 2,
+  kGpuLost = 3,
+  kThermal = 4,
+  kRecovered = 5
+};
 
 enum class GpuVerdict {
   kFatal,    // mark the GPU unhealthy
@@ -27,6 +33,7 @@ struct GpuEventDecision {
   std::string reason;  // "XID 79 (GPU has fallen off the bus)"
 };
 
-GpuEventDecision DecideGpuEvent(GpuEventKind kind, uint32_t xid, const std::set<uint32_t>& fatal_xids);
+GpuEventDecision DecideGpuEvent(GpuEventKind kind, uint32_t xid,
+                                const std::set<uint32_t>& fatal_xids);
 
 }  // namespace topogang

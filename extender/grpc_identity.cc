@@ -70,9 +70,10 @@ grpc::Status Authenticator::AuthorizeAgent(const grpc::ServerContextBase& ctx,
     for (const std::string& id : ids) {
       if (id == node) return grpc::Status::OK;
     }
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("client certificate names ", absl::StrJoin(ids, ", "),
-                                     ", not node '", node, "': an agent may only speak for its own node"));
+    return grpc::Status(
+        grpc::StatusCode::PERMISSION_DENIED,
+        absl::StrCat("client certificate names ", absl::StrJoin(ids, ", "), ", not node '", node,
+                     "': an agent may only speak for its own node"));
   }
   std::string token = BearerToken(ctx);
   if (!token.empty()) {

@@ -4,12 +4,12 @@
 // need an admin token when any is configured.
 #pragma once
 
+#include <grpcpp/server_context.h>
+
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <grpcpp/server_context.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"

@@ -26,8 +26,8 @@ grpc::Status PlacementServiceImpl::DryRun(grpc::ServerContext*, const v1::DryRun
                                           v1::DryRunResponse* resp) {
   if (req->gangs_size() == 0) return Invalid("dry run needs at least one gang");
   if (req->gangs_size() > kMaxDryRunGangs) {
-    return Invalid(absl::StrCat("dry run takes at most ", kMaxDryRunGangs, " gangs, got ",
-                                req->gangs_size()));
+    return Invalid(
+        absl::StrCat("dry run takes at most ", kMaxDryRunGangs, " gangs, got ", req->gangs_size()));
   }
   if (req->drained_nodes_size() > kMaxDrainedNodes) return Invalid("too many drained_nodes");
   std::vector<GangSpec> gangs;
@@ -141,7 +141,8 @@ grpc::Status PlacementServiceImpl::Explain(grpc::ServerContext*, const v1::Expla
 
 grpc::Status PlacementServiceImpl::GetGang(grpc::ServerContext*, const v1::GetGangRequest* req,
                                            v1::Gang* resp) {
-  if (req->gang().empty() || req->gang().size() > 253) return Invalid("gang name must be 1..253 bytes");
+  if (req->gang().empty() || req->gang().size() > 253)
+    return Invalid("gang name must be 1..253 bytes");
   bool found = state_.With([&](GangScheduler& s) {
     const GangRecord* r = s.Find(req->gang());
     if (r) GangRecordToProto(s.cluster(), *r, resp);
@@ -173,7 +174,8 @@ grpc::Status PlacementServiceImpl::ListReservations(grpc::ServerContext*,
                                                     v1::ListReservationsResponse* resp) {
   state_.With([&](GangScheduler& s) {
     for (const auto& [name, r] : s.gangs()) {
-      if (r.state == GangState::kReserved) GangRecordToProto(s.cluster(), r, resp->add_reservations());
+      if (r.state == GangState::kReserved)
+        GangRecordToProto(s.cluster(), r, resp->add_reservations());
     }
   });
   std::stable_sort(resp->mutable_reservations()->begin(), resp->mutable_reservations()->end(),
@@ -211,7 +213,8 @@ grpc::Status PlacementServiceImpl::WatchDecisions(grpc::ServerContext* ctx,
 grpc::Status PlacementServiceImpl::SetDrain(grpc::ServerContext* ctx, const v1::DrainRequest* req,
                                             bool drain, v1::NodeHealth* resp) {
   if (grpc::Status s = auth_.AuthorizeAdmin(*ctx); !s.ok()) return s;
-  if (req->node().empty() || req->node().size() > 253) return Invalid("node name must be 1..253 bytes");
+  if (req->node().empty() || req->node().size() > 253)
+    return Invalid("node name must be 1..253 bytes");
   if (drain && req->reason().empty()) return Invalid("drain needs a reason");
   if (req->reason().size() > 256) return Invalid("reason longer than 256 bytes");
   absl::Status s = state_.SetNodeHealth(req->node(), HealthSource::kAdminDrain, drain,
@@ -220,9 +223,9 @@ grpc::Status PlacementServiceImpl::SetDrain(grpc::ServerContext* ctx, const v1::
   const uint8_t mask = state_.NodeHealthSources(req->node());
   resp->set_node(req->node());
   resp->set_healthy(mask == 0);
-  for (HealthSource src : {HealthSource::kKubeCordon, HealthSource::kKubeTaint,
-                           HealthSource::kKubeNotReady, HealthSource::kAdminDrain,
-                           HealthSource::kAgentLost}) {
+  for (HealthSource src :
+       {HealthSource::kKubeCordon, HealthSource::kKubeTaint, HealthSource::kKubeNotReady,
+        HealthSource::kAdminDrain, HealthSource::kAgentLost}) {
     if (mask & static_cast<uint8_t>(src)) resp->add_sources(HealthSourceName(src));
   }
   if (mask) resp->set_reason(state_.NodeHealthReason(req->node()));

@@ -12,7 +12,8 @@ namespace topogang {
 
 class PlacementServiceImpl final : public ::topogang::v1::PlacementService::Service {
  public:
-  PlacementServiceImpl(DaemonState& state, const Authenticator& auth) : state_(state), auth_(auth) {}
+  PlacementServiceImpl(DaemonState& state, const Authenticator& auth)
+      : state_(state), auth_(auth) {}
 
   // Makes every WatchDecisions stream return within its poll interval.
   void Stop() { stopping_ = true; }

@@ -41,7 +41,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const G
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState& state,
-                                                             const GrpcServerOptions& options) {
+                                                            const GrpcServerOptions& options) {
   if (options.heartbeat_interval <= absl::ZeroDuration() ||
       options.heartbeat_window < options.heartbeat_interval) {
     return absl::InvalidArgumentError(
@@ -61,7 +61,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState& state,
   }
 
   std::unique_ptr<GrpcServer> s(new GrpcServer());
-  s->auth_ = std::make_unique<Authenticator>(std::move(tokens), options.allow_unauthenticated_agents);
+  s->auth_ =
+      std::make_unique<Authenticator>(std::move(tokens), options.allow_unauthenticated_agents);
   s->monitor_ = std::make_unique<HeartbeatMonitor>(state, options.heartbeat_window);
   s->placement_ = std::make_unique<PlacementServiceImpl>(state, *s->auth_);
   AgentServiceOptions ao;

@@ -2,14 +2,14 @@
 // on the shared DaemonState. topogangd's main and the in-process tests both use this.
 #pragma once
 
+#include <grpcpp/server.h>
+
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
-
-#include <grpcpp/server.h>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -61,7 +61,7 @@ class GrpcServer {
 
  private:
   friend absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState&,
-                                                                       const GrpcServerOptions&);
+                                                                     const GrpcServerOptions&);
   GrpcServer() = default;
   void MonitorLoop(absl::Duration period);
 
@@ -78,6 +78,6 @@ class GrpcServer {
 };
 
 absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState& state,
-                                                             const GrpcServerOptions& options);
+                                                            const GrpcServerOptions& options);
 
 }  // namespace topogang

@@ -3,6 +3,7 @@
 // control-line parser.
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <gmock/gmock.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,16 +13,14 @@
 #include <fstream>
 #include <thread>
 
-#include <gmock/gmock.h>
-
 #include "agent/fake_source.h"
 #include "tests/grpc/grpc_test_env.h"
 
 namespace topogang {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::GrpcTestEnv;
+using ::testing::HasSubstr;
 
 std::string AgentBin() {
   const char* d = std::getenv("TOPOGANG_BIN_DIR");
@@ -59,7 +58,8 @@ TEST(AgentBinaryTest, BadFlagsExitTwo) {
   EXPECT_EQ(RunAgent("--fake-gpus -3 --server 127.0.0.1:1 --node x").first, 2);
   EXPECT_EQ(RunAgent("--no-such-flag").first, 2);
   EXPECT_EQ(RunAgent("--fake-gpus 2").first, 2);  // no --server
-  EXPECT_EQ(RunAgent("--fake-gpus 2 --server 127.0.0.1:1 --node x --fake-xid-after nonsense").first, 2);
+  EXPECT_EQ(RunAgent("--fake-gpus 2 --server 127.0.0.1:1 --node x --fake-xid-after nonsense").first,
+            2);
   auto [code, out] = RunAgent("--fake-gpus 2 --fake-model A100 --discover");
   EXPECT_EQ(code, 0);
   EXPECT_THAT(out, HasSubstr("2 GPU(s)"));
@@ -82,8 +82,9 @@ TEST(AgentBinaryTest, FakeAgentRegistersReportsControlFileXidAndStopsOnSigterm) 
   const int64_t seq = env.state->LastSeq();
   // Everything the child needs is built before fork (the parent has gRPC threads running).
   const std::string bin = AgentBin(), target = env.target();
-  std::vector<std::string> argv_s = {bin, "--server", target, "--fake-gpus", "8",
-                                     "--fake-control", control, "--token-file", token_file};
+  std::vector<std::string> argv_s = {bin,       "--server",       target,  "--fake-gpus",
+                                     "8",       "--fake-control", control, "--token-file",
+                                     token_file};
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -11,8 +11,8 @@
 namespace topogang {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::GrpcTestEnv;
+using ::testing::HasSubstr;
 namespace v1 = ::topogang::v1;
 
 v1::RegisterRequest Reg(const std::string& node, int gpus) {
@@ -28,7 +28,8 @@ v1::RegisterRequest Reg(const std::string& node, int gpus) {
   return r;
 }
 
-v1::HealthReport Event(const std::string& node, int gpu, v1::GpuEvent::Kind kind, uint32_t xid = 0) {
+v1::HealthReport Event(const std::string& node, int gpu, v1::GpuEvent::Kind kind,
+                       uint32_t xid = 0) {
   v1::HealthReport r;
   r.set_node(node);
   r.mutable_gpu_event()->set_gpu_index(gpu);

@@ -1,9 +1,9 @@
 // End to end over loopback: real AgentClients with fake GPUs against the real gRPC server and
 // the shared DaemonState. Waits are on DaemonState events or agent log lines (condition
 // variables with a deadline), never sleeps.
-#include <condition_variable>
-
 #include <gmock/gmock.h>
+
+#include <condition_variable>
 
 #include "agent/agent_client.h"
 #include "agent/fake_source.h"
@@ -13,8 +13,8 @@
 namespace topogang {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::GrpcTestEnv;
+using ::testing::HasSubstr;
 namespace v1 = ::topogang::v1;
 
 const char* const kNodes[] = {"lab-a1", "lab-a2", "lab-a3", "lab-a4",

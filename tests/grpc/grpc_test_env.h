@@ -3,13 +3,13 @@
 // the OS. The heartbeat monitor thread is off: tests call monitor().CheckNow().
 #pragma once
 
-#include <cstdlib>
-#include <memory>
-#include <string>
-
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "config/loader.h"

@@ -1,10 +1,10 @@
 // PlacementService over a real loopback server: dry runs leave the state alone, explain says
 // why per tier, admin drain goes through DaemonState, WatchDecisions streams and ends promptly.
-#include <thread>
-
+#include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/byte_buffer.h>
-#include <gmock/gmock.h>
+
+#include <thread>
 
 #include "tests/grpc/grpc_test_env.h"
 #include "topogang/v1/placement.grpc.pb.h"
@@ -12,8 +12,8 @@
 namespace topogang {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::GrpcTestEnv;
+using ::testing::HasSubstr;
 namespace v1 = ::topogang::v1;
 
 v1::GangSpec Spec(const std::string& name, int members, int gpm, const std::string& req = "") {
@@ -37,7 +37,9 @@ class PlacementServiceTest : public ::testing::Test {
  protected:
   GrpcTestEnv env;
   std::unique_ptr<v1::PlacementService::Stub> stub = v1::PlacementService::NewStub(env.Channel());
-  int FreeHealthy() { return env.state->With([](GangScheduler& s) { return s.cluster().FreeHealthy(0); }); }
+  int FreeHealthy() {
+    return env.state->With([](GangScheduler& s) { return s.cluster().FreeHealthy(0); });
+  }
 };
 
 TEST_F(PlacementServiceTest, DryRunPlacesInOrderWithoutReserving) {
@@ -72,7 +74,8 @@ TEST_F(PlacementServiceTest, DryRunAvoidsDrainedNodesOnlyForThatCall) {
   ASSERT_TRUE(stub->DryRun(&ctx, req, &resp).ok());
   EXPECT_EQ(resp.free_healthy_gpus(), 32);
   ASSERT_TRUE(resp.results(0).fits());
-  for (const std::string& n : resp.results(0).placement().nodes()) EXPECT_THAT(n, HasSubstr("lab-b"));
+  for (const std::string& n : resp.results(0).placement().nodes())
+    EXPECT_THAT(n, HasSubstr("lab-b"));
   EXPECT_FALSE(resp.results(1).fits());
   EXPECT_THAT(resp.results(1).no_fit_reason(), HasSubstr("leaf"));
   EXPECT_EQ(FreeHealthy(), 64);
@@ -154,9 +157,8 @@ TEST_F(PlacementServiceTest, GarbageBytesAreRefusedAndServerKeepsServing) {
 }
 
 TEST_F(PlacementServiceTest, ExplainHeldGangAndPendingSpec) {
-  ASSERT_TRUE(env.state->With([&](GangScheduler& s) {
-    return s.Reserve(CoreSpec("held", 2, 8), env.clock.Now()).ok();
-  }));
+  ASSERT_TRUE(env.state->With(
+      [&](GangScheduler& s) { return s.Reserve(CoreSpec("held", 2, 8), env.clock.Now()).ok(); }));
   {
     grpc::ClientContext ctx;
     v1::ExplainRequest req;
@@ -257,7 +259,8 @@ TEST_F(PlacementServiceTest, DrainAndUndrainGoThroughDaemonState) {
   EXPECT_THAT(h.sources(), ::testing::ElementsAre("drained"));
   EXPECT_EQ(h.reason(), "bad cable");
   EXPECT_EQ(h.free_healthy_gpus(), 0);
-  EXPECT_EQ(env.state->NodeHealthSources("lab-b2"), static_cast<uint8_t>(HealthSource::kAdminDrain));
+  EXPECT_EQ(env.state->NodeHealthSources("lab-b2"),
+            static_cast<uint8_t>(HealthSource::kAdminDrain));
   EXPECT_EQ(FreeHealthy(), 56);
 
   grpc::ClientContext c2;
@@ -283,9 +286,8 @@ TEST_F(PlacementServiceTest, WatchDecisionsStreamsAndEndsOnCancel) {
   // the initial metadata.
   reader->WaitForInitialMetadata();
   // A gang reserved and committed through DaemonState, as the extender does.
-  env.state->With([&](GangScheduler& s) {
-    ASSERT_TRUE(s.Reserve(CoreSpec("w", 2, 8), env.clock.Now()).ok());
-  });
+  env.state->With(
+      [&](GangScheduler& s) { ASSERT_TRUE(s.Reserve(CoreSpec("w", 2, 8), env.clock.Now()).ok()); });
   env.state->Publish({0, absl::Time(), "reserve", "w", "", "2 members"});
   env.state->With([&](GangScheduler& s) { ASSERT_TRUE(s.Commit("w").ok()); });
   env.state->Publish({0, absl::Time(), "bind", "w", "", "all members bound"});

@@ -1,9 +1,9 @@
 // TLS, mutual TLS and tokens over loopback: an agent may only speak for its own node. The PKI is
 // made fresh per run by testdata/make_test_pki.sh (openssl CLI).
+#include <gmock/gmock.h>
+
 #include <cstdlib>
 #include <filesystem>
-
-#include <gmock/gmock.h>
 
 #include "agent/agent_client.h"
 #include "tests/grpc/grpc_test_env.h"
@@ -13,8 +13,8 @@
 namespace topogang {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::GrpcTestEnv;
+using ::testing::HasSubstr;
 namespace v1 = ::topogang::v1;
 
 constexpr char kTokenA1[] = "token-for-lab-a1-0123456789";
@@ -26,7 +26,8 @@ class SecurityTest : public ::testing::Test {
     char tmpl[] = "/tmp/topogang-pki-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     pki_ = tmpl;
-    std::string cmd = "sh " + testing::SourceDir() + "/tests/grpc/testdata/make_test_pki.sh " + pki_;
+    std::string cmd =
+        "sh " + testing::SourceDir() + "/tests/grpc/testdata/make_test_pki.sh " + pki_;
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   static void TearDownTestSuite() { std::filesystem::remove_all(pki_); }
@@ -130,14 +131,16 @@ TEST_F(SecurityTest, AdminTokenGuardsDrain) {
   d.set_node("lab-b1");
   d.set_reason("maintenance");
   v1::NodeHealth h;
-  for (auto [token, code] : {std::pair<const char*, grpc::StatusCode>{"", grpc::StatusCode::UNAUTHENTICATED},
-                             {kTokenA1, grpc::StatusCode::PERMISSION_DENIED},
-                             {kAdmin, grpc::StatusCode::OK}}) {
+  for (auto [token, code] :
+       {std::pair<const char*, grpc::StatusCode>{"", grpc::StatusCode::UNAUTHENTICATED},
+        {kTokenA1, grpc::StatusCode::PERMISSION_DENIED},
+        {kAdmin, grpc::StatusCode::OK}}) {
     grpc::ClientContext ctx;
     if (*token) ctx.AddMetadata("authorization", std::string("Bearer ") + token);
     EXPECT_EQ(stub->Drain(&ctx, d, &h).error_code(), code) << token;
   }
-  EXPECT_EQ(env.state->NodeHealthSources("lab-b1"), static_cast<uint8_t>(HealthSource::kAdminDrain));
+  EXPECT_EQ(env.state->NodeHealthSources("lab-b1"),
+            static_cast<uint8_t>(HealthSource::kAdminDrain));
 }
 
 TEST_F(SecurityTest, PlaintextRefusesAnonymousAgentsUnlessAllowed) {
