@@ -223,9 +223,9 @@ int main(int argc, char** argv) {
     std::cerr << cluster.status() << "\n";
     return 2;
   }
-  if (agents > cluster->num_nodes() || xids + lost > agents) {
+  if (agents > cluster->num_nodes() || xids + lost > agents / 2) {
     std::cerr << "cluster has " << cluster->num_nodes() << " nodes; need agents <= nodes and "
-              << "xids + lost <= agents\n";
+              << "xids + lost <= agents / 2\n";
     return 2;
   }
   std::vector<std::string> nodes;
@@ -337,8 +337,10 @@ int main(int argc, char** argv) {
   });
 
   // 2. Heartbeats spread evenly over the interval; after one warm-up interval, measure.
-  // The last `lost` agents go silent half way through; `xids` agents report XID 79 spread over
-  // the measurement.
+  // `lost` agents, spread over the heartbeat phase (every stride-th), go silent a quarter into
+  // the measurement; agents 0..xids-1 report XID 79, spread over the measurement.
+  const int stride = lost ? agents / lost : 1;
+  auto silent_index = [&](int i) { return lost && i % stride == stride - 1 && i / stride < lost ? i / stride : -1; };
   const absl::Time start = absl::Now();
   const absl::Duration interval = absl::Seconds(interval_s);
   const absl::Time measure_from = start + interval;
@@ -356,10 +358,10 @@ int main(int argc, char** argv) {
       measuring = true;
       sent_in_window = 0;
     }
-    const int64_t due = static_cast<int64_t>((now - start) / interval * agents);
+    const int64_t due = static_cast<int64_t>(absl::FDivDuration(now - start, interval) * agents);
     for (; sent < due; ++sent) {
       const int i = static_cast<int>(sent % agents);
-      if (i >= agents - lost && now >= silence_at) continue;  // gone quiet
+      if (now >= silence_at && silent_index(i) >= 0) continue;  // gone quiet
       if (streams[i]->Heartbeat(static_cast<uint64_t>(sent / agents + 1))) {
         ++sent_in_window;
       } else {
@@ -374,7 +376,7 @@ int main(int argc, char** argv) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   after = ReadProc(daemon);
-  for (int k = 0; k < lost; ++k) silent_last_ms[k] = streams[agents - lost + k]->last_beat_ms_;
+  for (int k = 0; k < lost; ++k) silent_last_ms[k] = streams[k * stride + stride - 1]->last_beat_ms_;
   // Give the monitor one more window to flag every silent agent that has not been flagged yet.
   const absl::Time wait_end = absl::Now() + absl::Seconds(window_s) + absl::Milliseconds(2 * monitor_ms);
   while (absl::Now() < wait_end) {
@@ -399,10 +401,11 @@ int main(int argc, char** argv) {
       }
     }
     for (int k = 0; k < lost; ++k) {
-      auto it = node_flip_ms.find(nodes[agents - lost + k]);
+      auto it = node_flip_ms.find(nodes[k * stride + stride - 1]);
       if (it == node_flip_ms.end() || silent_last_ms[k] == 0) continue;
       loss_total_ms.push_back(it->second - silent_last_ms[k]);
       loss_flip_ms.push_back(it->second - silent_last_ms[k] - window_s * 1000.0);
+      if (std::getenv("AGENT_LOAD_DEBUG")) std::cerr << "silent " << k << " last " << silent_last_ms[k] << " flip " << it->second << "\n";
     }
   }
   const double cpu = after.cpu_s - before.cpu_s;
