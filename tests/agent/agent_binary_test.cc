@@ -22,10 +22,7 @@ namespace {
 using testing::GrpcTestEnv;
 using ::testing::HasSubstr;
 
-std::string AgentBin() {
-  const char* d = std::getenv("TOPOGANG_BIN_DIR");
-  return std::string(d ? d : "build/bin") + "/topogang-agent";
-}
+std::string AgentBin() { return testing::BinDir() + "/topogang-agent"; }
 
 // Runs the agent to completion; returns exit code and output.
 std::pair<int, std::string> RunAgent(const std::string& args) {

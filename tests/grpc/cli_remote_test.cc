@@ -27,8 +27,7 @@ class CliRemoteTest : public ::testing::Test {
   }
   // Runs `topogang ARGS --server target`; returns exit code and stdout+stderr.
   std::pair<int, std::string> Cli(const std::string& args, bool with_server = true) {
-    const char* bin_dir = std::getenv("TOPOGANG_BIN_DIR");
-    std::string cmd = std::string(bin_dir ? bin_dir : "build/bin") + "/topogang " + args +
+    std::string cmd = testing::BinDir() + "/topogang " + args +
                       (with_server ? " --server " + env.target() : "") + " 2>&1";
     FILE* f = popen(cmd.c_str(), "r");
     std::string out;

@@ -7,6 +7,8 @@
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -22,6 +24,17 @@ namespace topogang::testing {
 inline std::string SourceDir() {
   const char* d = std::getenv("TOPOGANG_SOURCE_DIR");
   return d ? d : ".";
+}
+
+// Where topogang and topogang-agent are: $TOPOGANG_BIN_DIR, else next to this test binary (all
+// executables land in build/bin).
+inline std::string BinDir() {
+  if (const char* d = std::getenv("TOPOGANG_BIN_DIR"); d && *d) return d;
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return "build/bin";
+  std::string exe(buf, static_cast<size_t>(n));
+  return exe.substr(0, exe.rfind('/'));
 }
 
 inline GangScheduler LabScheduler() {
