@@ -8,6 +8,7 @@
 //              [--monitor-ms 1000] [--channels 32] [--xids 50] [--lost 50]
 //              [--cluster examples/clusters/hyperscale-100k.yaml]
 // The streams are multiplexed over --channels HTTP/2 connections with the callback API.
+#include <grpcpp/create_channel.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,8 +19,6 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
-
-#include <grpcpp/create_channel.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -163,13 +162,16 @@ struct Percentiles {
   std::string Format(std::vector<double> v, const char* unit) {
     if (v.empty()) return "n/a";
     std::sort(v.begin(), v.end());
-    auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
+    auto at = [&](double q) {
+      return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+    };
     return absl::StrFormat("n=%d min %.1f %s, median %.1f, p99 %.1f, max %.1f", v.size(), v.front(),
                            unit, at(0.5), at(0.99), v.back());
   }
 };
 
-[[noreturn]] void RunDaemon(Cluster cluster, const GrpcServerOptions& opts, int port_fd, int stop_fd) {
+[[noreturn]] void RunDaemon(Cluster cluster, const GrpcServerOptions& opts, int port_fd,
+                            int stop_fd) {
   SystemClock clock;
   DaemonState state(GangScheduler(std::move(cluster)), clock, 200000);
   auto server = StartGrpcServer(state, opts);
@@ -210,8 +212,8 @@ int main(int argc, char** argv) {
             measure_s = num("measure-s", 60), window_s = num("window-s", 30),
             monitor_ms = num("monitor-ms", 1000), channels = num("channels", 32),
             xids = num("xids", 50), lost = num("lost", 50);
-  const std::string cluster_file =
-      args->Get("cluster", std::string(TOPOGANG_SOURCE_DIR) + "/examples/clusters/hyperscale-100k.yaml");
+  const std::string cluster_file = args->Get(
+      "cluster", std::string(TOPOGANG_SOURCE_DIR) + "/examples/clusters/hyperscale-100k.yaml");
 
   auto loaded = LoadClusterFiles(cluster_file, "");
   if (!loaded.ok()) {
@@ -315,11 +317,12 @@ int main(int argc, char** argv) {
     streams.push_back(std::make_unique<AgentStream>(stubs[i % channels].get(), nodes[i]));
   }
   std::cout << "registered " << agents << " agents in " << absl::FormatDuration(reg_time) << " ("
-            << static_cast<int>(agents / absl::ToDoubleSeconds(reg_time)) << "/s) over "
-            << channels << " connections; streams open\n";
+            << static_cast<int>(agents / absl::ToDoubleSeconds(reg_time)) << "/s) over " << channels
+            << " connections; streams open\n";
 
   // Decisions, for the daemon-side time of each health flip.
-  auto pstub = v1::PlacementService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  auto pstub = v1::PlacementService::NewStub(
+      grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   grpc::ClientContext wctx;
   v1::WatchDecisionsRequest wreq;
   wreq.set_from_now(true);
@@ -340,7 +343,9 @@ int main(int argc, char** argv) {
   // `lost` agents, spread over the heartbeat phase (every stride-th), go silent a quarter into
   // the measurement; agents 0..xids-1 report XID 79, spread over the measurement.
   const int stride = lost ? agents / lost : 1;
-  auto silent_index = [&](int i) { return lost && i % stride == stride - 1 && i / stride < lost ? i / stride : -1; };
+  auto silent_index = [&](int i) {
+    return lost && i % stride == stride - 1 && i / stride < lost ? i / stride : -1;
+  };
   const absl::Time start = absl::Now();
   const absl::Duration interval = absl::Seconds(interval_s);
   const absl::Time measure_from = start + interval;
@@ -376,13 +381,17 @@ int main(int argc, char** argv) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   after = ReadProc(daemon);
-  for (int k = 0; k < lost; ++k) silent_last_ms[k] = streams[k * stride + stride - 1]->last_beat_ms_;
+  for (int k = 0; k < lost; ++k)
+    silent_last_ms[k] = streams[k * stride + stride - 1]->last_beat_ms_;
   // Give the monitor one more window to flag every silent agent that has not been flagged yet.
-  const absl::Time wait_end = absl::Now() + absl::Seconds(window_s) + absl::Milliseconds(2 * monitor_ms);
+  const absl::Time wait_end =
+      absl::Now() + absl::Seconds(window_s) + absl::Milliseconds(2 * monitor_ms);
   while (absl::Now() < wait_end) {
     {
       std::lock_guard<std::mutex> l(ev_mu);
-      if (static_cast<int>(node_flip_ms.size()) >= lost && static_cast<int>(gpu_flip_ms.size()) >= xids_sent) break;
+      if (static_cast<int>(node_flip_ms.size()) >= lost &&
+          static_cast<int>(gpu_flip_ms.size()) >= xids_sent)
+        break;
     }
     absl::SleepFor(absl::Milliseconds(50));
   }
@@ -405,7 +414,9 @@ int main(int argc, char** argv) {
       if (it == node_flip_ms.end() || silent_last_ms[k] == 0) continue;
       loss_total_ms.push_back(it->second - silent_last_ms[k]);
       loss_flip_ms.push_back(it->second - silent_last_ms[k] - window_s * 1000.0);
-      if (std::getenv("AGENT_LOAD_DEBUG")) std::cerr << "silent " << k << " last " << silent_last_ms[k] << " flip " << it->second << "\n";
+      if (std::getenv("AGENT_LOAD_DEBUG"))
+        std::cerr << "silent " << k << " last " << silent_last_ms[k] << " flip " << it->second
+                  << "\n";
     }
   }
   const double cpu = after.cpu_s - before.cpu_s;
