@@ -311,10 +311,15 @@ gang the daemon does not hold, give its spec:
            absl::StrCat(x.best_domain(), " (", x.best_member_capacity(), ")"), x.verdict()});
   }
   std::cout << t.Render();
+  // The rejections that explain a no-fit: those of the widest tier the gang may use.
+  const v1::TierExplanation* widest = nullptr;
   for (const v1::TierExplanation& x : resp.tiers()) {
-    if (!x.allowed() || x.domains_that_fit() > 0 || x.rejected().empty()) continue;
-    std::cout << "\nrejected " << x.tier() << " domains (most room first):\n";
-    for (const v1::DomainRejection& d : x.rejected()) {
+    if (x.allowed()) widest = &x;
+  }
+  if (!resp.would_fit_now() && widest && widest->domains_that_fit() == 0 &&
+      !widest->rejected().empty()) {
+    std::cout << "\nrejected " << widest->tier() << " domains (most room first):\n";
+    for (const v1::DomainRejection& d : widest->rejected()) {
       std::cout << "  " << d.domain() << ": " << d.reason() << "\n";
     }
   }
