@@ -328,7 +328,8 @@ gang the daemon does not hold, give its spec:
 }
 
 int RunGangs(int argc, char** argv) {
-  static const char kHelp[] = R"(usage: topogang gangs --server HOST:PORT [--state reserved|running]
+  static const char kHelp[] =
+      R"(usage: topogang gangs --server HOST:PORT [--state reserved|running|held]
 
 Gangs the daemon holds, with their placement.
 )";
@@ -347,8 +348,10 @@ Gangs the daemon holds, with their placement.
     req.set_state(v1::GANG_STATE_RESERVED);
   } else if (state == "running") {
     req.set_state(v1::GANG_STATE_RUNNING);
+  } else if (state == "held") {
+    req.set_state(v1::GANG_STATE_HELD);
   } else if (!state.empty()) {
-    std::cerr << "topogang gangs: --state must be reserved or running\n";
+    std::cerr << "topogang gangs: --state must be reserved, running or held\n";
     return 2;
   }
   auto r = Connect(*a);

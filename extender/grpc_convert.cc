@@ -80,9 +80,17 @@ void PlacementToProto(const Cluster& c, const Placement& pl, v1::Placement* p) {
 
 int64_t UnixMillis(absl::Time t) { return absl::ToUnixMillis(t); }
 
+v1::GangState GangStateToProto(GangState s) {
+  const std::string name = GangStateName(s);
+  if (name == "reserved") return v1::GANG_STATE_RESERVED;
+  if (name == "running") return v1::GANG_STATE_RUNNING;
+  if (name == "held") return v1::GANG_STATE_HELD;
+  return v1::GANG_STATE_UNSPECIFIED;
+}
+
 void GangRecordToProto(const Cluster& c, const GangRecord& r, v1::Gang* p) {
   GangToProto(r.spec, p->mutable_spec());
-  p->set_state(r.state == GangState::kReserved ? v1::GANG_STATE_RESERVED : v1::GANG_STATE_RUNNING);
+  p->set_state(GangStateToProto(r.state));
   PlacementToProto(c, r.placement, p->mutable_placement());
   p->set_reserved_at_unix_ms(UnixMillis(r.reserved_at));
   p->set_expires_at_unix_ms(r.state == GangState::kReserved ? UnixMillis(r.expires_at) : 0);

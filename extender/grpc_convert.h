@@ -20,6 +20,8 @@ absl::StatusOr<GangSpec> GangFromProto(const v1::GangSpec& p);
 void GangToProto(const GangSpec& g, v1::GangSpec* p);
 // GPU indices become node-local.
 void PlacementToProto(const Cluster& c, const Placement& pl, v1::Placement* p);
+// By name, so new core states map without a code change here (unknown -> UNSPECIFIED).
+v1::GangState GangStateToProto(GangState s);
 void GangRecordToProto(const Cluster& c, const GangRecord& r, v1::Gang* p);
 void EventToProto(const DecisionEvent& e, v1::DecisionEvent* p);
 int64_t UnixMillis(absl::Time t);

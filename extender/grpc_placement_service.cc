@@ -93,8 +93,7 @@ grpc::Status PlacementServiceImpl::Explain(grpc::ServerContext*, const v1::Expla
   if (held) {
     resp->set_held(true);
     spec = held->spec;
-    resp->set_state(held->state == GangState::kReserved ? v1::GANG_STATE_RESERVED
-                                                        : v1::GANG_STATE_RUNNING);
+    resp->set_state(GangStateToProto(held->state));
     PlacementToProto(c, held->placement, resp->mutable_placement());
     // Explain as if its GPUs were free again, so the tiers show where it could be now.
     (void)c.Release(held->placement.Gpus());
@@ -112,8 +111,7 @@ grpc::Status PlacementServiceImpl::Explain(grpc::ServerContext*, const v1::Expla
   const v1::Placement& pl = resp->placement();
   std::string summary;
   if (held) {
-    summary = absl::StrCat("gang ", name, " is ",
-                           held->state == GangState::kReserved ? "reserved" : "running", " on ",
+    summary = absl::StrCat("gang ", name, " is ", GangStateName(held->state), " on ",
                            pl.nodes_size(), " nodes within ", pl.tier(), " ", pl.domain(), " (",
                            static_cast<int>(pl.bandwidth_gbps()), " Gb/s per GPU, ",
                            pl.leftover_gpus(), " GPUs left in that domain). ");
@@ -160,8 +158,7 @@ grpc::Status PlacementServiceImpl::ListGangs(grpc::ServerContext*, const v1::Lis
   if (!v1::GangState_IsValid(req->state())) return Invalid("unknown gang state");
   state_.With([&](GangScheduler& s) {
     for (const auto& [name, r] : s.gangs()) {
-      v1::GangState st =
-          r.state == GangState::kReserved ? v1::GANG_STATE_RESERVED : v1::GANG_STATE_RUNNING;
+      const v1::GangState st = GangStateToProto(r.state);
       if (req->state() != v1::GANG_STATE_UNSPECIFIED && req->state() != st) continue;
       GangRecordToProto(s.cluster(), r, resp->add_gangs());
     }

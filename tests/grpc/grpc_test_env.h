@@ -20,15 +20,24 @@
 
 namespace topogang::testing {
 
+// The source tree: $TOPOGANG_SOURCE_DIR, else the TOPOGANG_SOURCE_DIR compile definition (main's
+// tests/CMakeLists.txt passes it that way), else ".".
 inline std::string SourceDir() {
-  const char* d = std::getenv("TOPOGANG_SOURCE_DIR");
-  return d ? d : ".";
+  if (const char* d = std::getenv("TOPOGANG_SOURCE_DIR"); d && *d) return d;
+#ifdef TOPOGANG_SOURCE_DIR
+  return TOPOGANG_SOURCE_DIR;
+#else
+  return ".";
+#endif
 }
 
 // Where topogang and topogang-agent are: $TOPOGANG_BIN_DIR, else next to this test binary (all
 // executables land in build/bin).
 inline std::string BinDir() {
   if (const char* d = std::getenv("TOPOGANG_BIN_DIR"); d && *d) return d;
+#ifdef TOPOGANG_BIN_DIR
+  return TOPOGANG_BIN_DIR;
+#endif
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n <= 0) return "build/bin";
