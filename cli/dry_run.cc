@@ -124,8 +124,10 @@ int RunDryRun(int argc, char** argv) {
       for (size_t m = 0; m < result->members.size(); ++m) {
         const MemberPlacement& mp = result->members[m];
         std::string gpus;
-        for (int g : mp.gpus) absl::StrAppend(&gpus, gpus.empty() ? "" : ",", g - c.node(mp.node).gpu_begin);
-        table.Add({absl::StrCat("  member ", m), "", "", "", "", c.node(mp.node).name, "gpus " + gpus});
+        for (int g : mp.gpus)
+          absl::StrAppend(&gpus, gpus.empty() ? "" : ",", g - c.node(mp.node).gpu_begin);
+        table.Add(
+            {absl::StrCat("  member ", m), "", "", "", "", c.node(mp.node).name, "gpus " + gpus});
       }
     }
   }
@@ -137,8 +139,9 @@ int RunDryRun(int argc, char** argv) {
             << " GPUs, tiers";
   for (int l = 1; l < c.num_levels(); ++l) std::cout << (l == 1 ? " " : " > ") << c.LevelName(l);
   std::cout << "\n\n" << table.Render();
-  std::cout << "\n" << placed << " of " << jobs->size() << " gangs placed; "
-            << c.FreeHealthy(0) << " of " << c.num_gpus() << " GPUs free and healthy\n";
+  std::cout << "\n"
+            << placed << " of " << jobs->size() << " gangs placed; " << c.FreeHealthy(0) << " of "
+            << c.num_gpus() << " GPUs free and healthy\n";
   return 0;
 }
 
