@@ -297,6 +297,18 @@ TEST_F(PlacementServiceTest, GetListGangsAndReservations) {
   ASSERT_EQ(list.gangs_size(), 1);
   EXPECT_EQ(list.gangs(0).spec().name(), "run1");
 
+  // A queue hold maps to its own state and is not a reservation.
+  env.state->With([&](GangScheduler& s) {
+    auto p = s.DryRun(CoreSpec("hold1", 1, 8));
+    ASSERT_TRUE(p.ok());
+    ASSERT_TRUE(s.Adopt(CoreSpec("hold1", 1, 8), *p, GangState::kHeld, env.clock.Now()).ok());
+  });
+  grpc::ClientContext c5;
+  lr.set_state(v1::GANG_STATE_HELD);
+  ASSERT_TRUE(stub->ListGangs(&c5, lr, &list).ok());
+  ASSERT_EQ(list.gangs_size(), 1);
+  EXPECT_EQ(list.gangs(0).spec().name(), "hold1");
+
   grpc::ClientContext c4;
   v1::ListReservationsResponse res;
   ASSERT_TRUE(stub->ListReservations(&c4, {}, &res).ok());
