@@ -1,4 +1,4 @@
-// libFuzzer target for every file parser of the offline core. The first byte picks the parser;
+// libFuzzer target for every file parser of the offline core (cluster, jobs, config, traces). The first byte picks the parser;
 // whatever parses must also build and plan without crashing or breaking counters.
 //   bash scripts/fuzz.sh            (clang + libFuzzer + ASan/UBSan, see docs/benchmarks.md)
 #include <cstddef>
@@ -9,6 +9,7 @@
 #include "config/config_file.h"
 #include "scheduler/gang_file.h"
 #include "scheduler/planner.h"
+#include "sim/trace.h"
 #include "topology/cluster.h"
 #include "topology/cluster_file.h"
 
@@ -16,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace topogang;
   if (size < 1 || size > 64 * 1024) return 0;
   const std::string text(reinterpret_cast<const char*>(data + 1), size - 1);
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0: {
       auto spec = ParseClusterFile(text, "fuzz.yaml");
       if (!spec.ok() || spec->nodes.size() > 5000) break;
@@ -35,6 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 1:
       (void)ParseJobsFile(text, "fuzz.yaml");
+      break;
+    case 3:
+      (void)sim::ParseTraceCsv(text, "fuzz.csv");
       break;
     default:
       (void)ParseConfigFile(text, "fuzz.yaml");

@@ -13,5 +13,6 @@ mkdir -p "$corpus"
 i=0
 for f in examples/clusters/*.yaml; do { printf '\x00'; cat "$f"; } > "$corpus/cluster$i"; i=$((i+1)); done
 for f in examples/jobs/*.yaml; do { printf '\x01'; cat "$f"; } > "$corpus/jobs$i"; i=$((i+1)); done
+for f in examples/traces/*.csv; do { printf '\x03'; head -c 4000 "$f"; } > "$corpus/trace$i"; i=$((i+1)); done
 printf '\x02topology: {preset: aws}\nscheduler: {reservation_ttl_seconds: 5}\n' > "$corpus/config"
 ./build-fuzz/bin/parsers_fuzz -max_total_time="${FUZZ_SECONDS:-60}" -max_len=8192 "$corpus"

@@ -25,7 +25,8 @@ std::vector<MemberPlacement> Materialize(const Cluster& c,
                                          int gpus) {
   // Merge repeated nodes so each node's GPUs are picked once.
   std::vector<std::pair<int, int>> merged;
-  for (auto [node, k] : node_members) {
+  for (const auto& nk : node_members) {
+    const int node = nk.first, k = nk.second;  // named copies: lambdas may capture them
     auto it = std::find_if(merged.begin(), merged.end(), [&](auto& p) { return p.first == node; });
     if (it == merged.end()) {
       merged.emplace_back(node, k);
