@@ -6,11 +6,16 @@ namespace topogang {
 
 const char* HealthSourceName(HealthSource s) {
   switch (s) {
-    case HealthSource::kKubeCordon: return "cordoned";
-    case HealthSource::kKubeTaint: return "tainted";
-    case HealthSource::kKubeNotReady: return "not-ready";
-    case HealthSource::kAdminDrain: return "drained";
-    case HealthSource::kAgentLost: return "agent-lost";
+    case HealthSource::kKubeCordon:
+      return "cordoned";
+    case HealthSource::kKubeTaint:
+      return "tainted";
+    case HealthSource::kKubeNotReady:
+      return "not-ready";
+    case HealthSource::kAdminDrain:
+      return "drained";
+    case HealthSource::kAgentLost:
+      return "agent-lost";
   }
   return "?";
 }
@@ -34,8 +39,9 @@ absl::Status DaemonState::SetNodeHealth(absl::string_view node, HealthSource sou
   if ((before != 0) == (mask != 0)) return absl::OkStatus();  // overall health unchanged
   absl::Time now = clock_.Now();
   auto events = sched_.SetNodeCordoned(n, mask != 0, now);
-  PublishLocked({0, now, mask ? "node-unhealthy" : "node-healthy", "", std::string(node),
-                 absl::StrCat(HealthSourceName(source), bad ? ": " : " cleared", bad ? reason : "")});
+  PublishLocked(
+      {0, now, mask ? "node-unhealthy" : "node-healthy", "", std::string(node),
+       absl::StrCat(HealthSourceName(source), bad ? ": " : " cleared", bad ? reason : "")});
   PublishReplan(events, node);
   return absl::OkStatus();
 }
@@ -58,6 +64,17 @@ absl::Status DaemonState::SetGpuHealth(absl::string_view node, int local_index, 
                  absl::StrCat("gpu ", local_index, faulty ? ": " : "", faulty ? reason : "")});
   PublishReplan(events, node);
   return absl::OkStatus();
+}
+
+void DaemonState::ReplaceScheduler(GangScheduler scheduler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sched_ = std::move(scheduler);
+  absl::Time now = clock_.Now();
+  for (const auto& [name, mask] : node_sources_) {
+    if (mask == 0) continue;
+    int n = sched_.cluster().FindNode(name);
+    if (n >= 0) (void)sched_.SetNodeCordoned(n, true, now);
+  }
 }
 
 uint8_t DaemonState::NodeHealthSources(absl::string_view node) const {
