@@ -70,6 +70,38 @@ std::string GangLabel(const GangSpec& g, bool multi) {
   return absl::StrCat("gang ", g.name, " (", g.members, " pods x ", g.gpus_per_member, " GPUs)");
 }
 
+// Best fit for a gang of one among the offered nodes: the node with the fewest free healthy GPUs
+// that still holds the pod, so whole nodes stay free for large gangs.
+absl::Status ReserveBestOffered(GangScheduler& s, const GangSpec& spec,
+                                const std::vector<std::string>& names, absl::Time now) {
+  const Cluster& c = s.cluster();
+  int best = -1, best_free = 0;
+  for (const std::string& name : names) {
+    int n = c.FindNode(name);
+    if (n < 0) continue;
+    int f = c.NodeFreeHealthy(n);
+    if (f >= spec.gpus_per_member && (best < 0 || f < best_free)) {
+      best = n;
+      best_free = f;
+    }
+  }
+  if (best < 0) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "no offered node has ", spec.gpus_per_member, " free healthy GPUs"));
+  }
+  Placement p;
+  MemberPlacement m;
+  m.node = best;
+  const NodeInfo& ni = c.node(best);
+  for (int g = ni.gpu_begin; g < ni.gpu_begin + ni.gpus &&
+                             static_cast<int>(m.gpus.size()) < spec.gpus_per_member;
+       ++g) {
+    if (c.IsUsable(g)) m.gpus.push_back(g);
+  }
+  p.members.push_back(std::move(m));
+  return s.Adopt(spec, std::move(p), GangState::kReserved, now);
+}
+
 }  // namespace
 
 ExtenderService::ExtenderService(DaemonState& state, Binder& binder, ExtenderOptions options,
@@ -193,7 +225,16 @@ ExtenderFilterResult ExtenderService::Filter(const ExtenderArgs& args) {
       absl::Time now = state_.clock().Now();
       absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
         auto r = admission_->Admit(s, spec, now);
-        return r.status();
+        if (!r.ok() || multi) return r.status();
+        // A gang of one needs its node among those kube-scheduler offered (its own filters may
+        // have rejected the planner's pick); otherwise take the best fit among the offered.
+        const Cluster& c = s.cluster();
+        int planned = (*r)->placement.members[0].node;
+        for (const std::string& n : args.names) {
+          if (n == c.node(planned).name) return absl::OkStatus();
+        }
+        (void)s.Release(id);
+        return ReserveBestOffered(s, spec, args.names, now);
       });
       if (!st.ok()) {
         std::string reason = absl::StrCat("topogang: ", GangLabel(spec, multi),
