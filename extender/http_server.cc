@@ -96,7 +96,8 @@ absl::Status ExtenderHttpServer::Start() {
   listener_->support([=, this](http_request req) {
     const std::string path = req.relative_uri().path();
     const auto method = req.method();
-    if (method == methods::GET) {
+    const bool is_verb = path == filter || path == prioritize || path == bind || path == preempt;
+    if (method == methods::GET && !is_verb) {
       if (path == "/healthz") return Reply(req, status_codes::OK, "ok", "text/plain");
       if (path == "/readyz") {
         return ready_ ? Reply(req, status_codes::OK, "ready", "text/plain")
