@@ -9,26 +9,26 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   DaemonConfig c;
   if (!d.IsDefined() || d.IsNull()) return c;
   if (!d.IsMap()) {
-    return absl::InvalidArgumentError(absl::StrCat(YamlWhere(source, d), ": daemon: expected a mapping"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, d), ": daemon: expected a mapping"));
   }
-  if (absl::Status s = YamlCheckKeys(d, source,
-                                     {"http_port", "bind_address", "url_prefix", "filter_verb",
-                                      "prioritize_verb", "bind_verb", "preempt_verb",
-                                      "gpu_resource", "bind_window_ms", "max_body_bytes"},
-                                     "daemon");
+  if (absl::Status s = YamlCheckKeys(
+          d, source,
+          {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
+           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes"},
+          "daemon");
       !s.ok()) {
     return s;
   }
   auto port = YamlInt(d, "http_port", source, 1, 65535, c.http.port);
   if (!port.ok()) return port.status();
   c.http.port = static_cast<int>(*port);
-  for (auto [key, field] : {std::pair{"bind_address", &c.http.bind_address},
-                            std::pair{"url_prefix", &c.http.prefix},
-                            std::pair{"filter_verb", &c.http.filter_verb},
-                            std::pair{"prioritize_verb", &c.http.prioritize_verb},
-                            std::pair{"bind_verb", &c.http.bind_verb},
-                            std::pair{"preempt_verb", &c.http.preempt_verb},
-                            std::pair{"gpu_resource", &c.extender.gpu_resource}}) {
+  for (auto [key, field] :
+       {std::pair{"bind_address", &c.http.bind_address}, std::pair{"url_prefix", &c.http.prefix},
+        std::pair{"filter_verb", &c.http.filter_verb},
+        std::pair{"prioritize_verb", &c.http.prioritize_verb},
+        std::pair{"bind_verb", &c.http.bind_verb}, std::pair{"preempt_verb", &c.http.preempt_verb},
+        std::pair{"gpu_resource", &c.extender.gpu_resource}}) {
     auto v = YamlString(d, key, source, *field);
     if (!v.ok()) return v.status();
     *field = *v;
@@ -42,7 +42,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   if (!body.ok()) return body.status();
   c.http.max_body_bytes = static_cast<size_t>(*body);
   if (c.extender.gpu_resource.empty() || c.http.filter_verb.empty() || c.http.bind_verb.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": daemon: verbs and gpu_resource must not be empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": daemon: verbs and gpu_resource must not be empty"));
   }
   return c;
 }

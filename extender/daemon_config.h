@@ -10,9 +10,9 @@
 //     max_body_bytes: 67108864
 #pragma once
 
-#include <string>
-
 #include <yaml-cpp/yaml.h>
+
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "extender/extender_service.h"

@@ -86,16 +86,15 @@ absl::Status ReserveBestOffered(GangScheduler& s, const GangSpec& spec,
     }
   }
   if (best < 0) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "no offered node has ", spec.gpus_per_member, " free healthy GPUs"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no offered node has ", spec.gpus_per_member, " free healthy GPUs"));
   }
   Placement p;
   MemberPlacement m;
   m.node = best;
   const NodeInfo& ni = c.node(best);
-  for (int g = ni.gpu_begin; g < ni.gpu_begin + ni.gpus &&
-                             static_cast<int>(m.gpus.size()) < spec.gpus_per_member;
-       ++g) {
+  for (int g = ni.gpu_begin;
+       g < ni.gpu_begin + ni.gpus && static_cast<int>(m.gpus.size()) < spec.gpus_per_member; ++g) {
     if (c.IsUsable(g)) m.gpus.push_back(g);
   }
   p.members.push_back(std::move(m));

@@ -60,7 +60,8 @@ std::string PathEscape(absl::string_view s) {
 
 KubeClient::KubeClient(KubeConfig config)
     : config_(std::move(config)), cancel_(std::make_unique<CancelState>()) {
-  client_ = std::make_unique<http_client>(config_.server, MakeConfig(config_, std::chrono::seconds(30)));
+  client_ =
+      std::make_unique<http_client>(config_.server, MakeConfig(config_, std::chrono::seconds(30)));
   // Watches run up to timeoutSeconds (300) server-side; the client timeout is an inactivity
   // bound above that.
   watch_client_ =
@@ -158,6 +159,7 @@ absl::StatusOr<int> KubeClient::Watch(const std::string& path,
   } catch (const pplx::task_canceled&) {
     return absl::CancelledError("watch cancelled");
   } catch (const std::exception& e) {
+    if (cancel_->cancelled) return absl::CancelledError("watch cancelled");
     return absl::UnavailableError(absl::StrCat("watch ", path, ": ", e.what()));
   }
 }
@@ -180,7 +182,8 @@ absl::Status KubeBinder::Bind(const ExtenderBindingArgs& b) {
       if (j.ok()) {
         const Json* spec = GoField(*j, "spec");
         const Json* node = spec ? GoField(*spec, "nodeName") : nullptr;
-        if (node && node->is_string() && node->get<std::string>() == b.node) return absl::OkStatus();
+        if (node && node->is_string() && node->get<std::string>() == b.node)
+          return absl::OkStatus();
       }
     }
   }
@@ -188,22 +191,25 @@ absl::Status KubeBinder::Bind(const ExtenderBindingArgs& b) {
   if (auto j = ParseJson(r->body); j.ok()) {
     if (const Json* m = GoField(*j, "message"); m && m->is_string()) msg = m->get<std::string>();
   }
-  return absl::Status(r->status == 409 ? absl::StatusCode::kAlreadyExists
-                                       : absl::StatusCode::kUnavailable,
-                      absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name, " to ", b.node,
-                                   ": HTTP ", r->status, ": ", msg));
+  return absl::Status(
+      r->status == 409 ? absl::StatusCode::kAlreadyExists : absl::StatusCode::kUnavailable,
+      absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name, " to ", b.node, ": HTTP ",
+                   r->status, ": ", msg));
 }
 
 std::string MakePodEvent(const ExtenderBindingArgs& pod, absl::string_view type,
                          absl::string_view reason, absl::string_view message, absl::Time now) {
   std::string ts = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", now, absl::UTCTimeZone());
   std::string micro = absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", now, absl::UTCTimeZone());
-  Json involved = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"namespace", pod.pod_namespace},
+  Json involved = {{"apiVersion", "v1"},
+                   {"kind", "Pod"},
+                   {"namespace", pod.pod_namespace},
                    {"name", pod.pod_name}};
   if (!pod.pod_uid.empty()) involved["uid"] = pod.pod_uid;
   Json e = {{"apiVersion", "v1"},
             {"kind", "Event"},
-            {"metadata", {{"generateName", pod.pod_name + ".topogang-"}, {"namespace", pod.pod_namespace}}},
+            {"metadata",
+             {{"generateName", pod.pod_name + ".topogang-"}, {"namespace", pod.pod_namespace}}},
             {"involvedObject", involved},
             {"reason", reason},
             {"message", std::string(message).substr(0, 1024)},

@@ -1,8 +1,8 @@
 #include "extender/kube_config.h"
 
-#include <cstdlib>
-
 #include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -69,8 +69,10 @@ absl::StatusOr<KubeConfig> ParseKubeconfig(absl::string_view text, absl::string_
   auto root = YamlParse(text, source);
   if (!root.ok()) return root.status();
   try {
-    if (!root->IsMap()) return absl::InvalidArgumentError(absl::StrCat(source, ": not a kubeconfig"));
-    std::string ctx_name = (*root)["current-context"] ? (*root)["current-context"].as<std::string>() : "";
+    if (!root->IsMap())
+      return absl::InvalidArgumentError(absl::StrCat(source, ": not a kubeconfig"));
+    std::string ctx_name =
+        (*root)["current-context"] ? (*root)["current-context"].as<std::string>() : "";
     YAML::Node ctx = FindNamed((*root)["contexts"], ctx_name, "context");
     if (!ctx && (*root)["contexts"] && (*root)["contexts"].size() == 1) {
       ctx = (*root)["contexts"][0]["context"];

@@ -7,8 +7,8 @@
 
 namespace topogang {
 
-KubeSync::KubeSync(std::shared_ptr<KubeClient> client, DaemonState& state,
-                   TopologyConfig topology, std::string gpu_resource, KubeSyncOptions options)
+KubeSync::KubeSync(std::shared_ptr<KubeClient> client, DaemonState& state, TopologyConfig topology,
+                   std::string gpu_resource, KubeSyncOptions options)
     : client_(std::move(client)),
       state_(state),
       topology_(std::move(topology)),
@@ -83,8 +83,8 @@ absl::StatusOr<std::string> KubeSync::List(const std::string& path, std::vector<
     auto r = client_->Get(url);
     if (!r.ok()) return r.status();
     if (r->status != 200) {
-      return absl::UnavailableError(absl::StrCat("GET ", url, ": HTTP ", r->status, ": ",
-                                                 r->body.substr(0, 200)));
+      return absl::UnavailableError(
+          absl::StrCat("GET ", url, ": HTTP ", r->status, ": ", r->body.substr(0, 200)));
     }
     auto j = ParseJson(r->body);
     if (!j.ok()) return j.status();
@@ -157,8 +157,8 @@ void KubeSync::RebuildLocked() {
     absl::Status s = service_->Rebuild(std::move(*cluster), pods);
     if (!s.ok()) std::cerr << "topogangd: rebuild: " << s << std::endl;
   } else {
-    state_.ReplaceScheduler(GangScheduler(std::move(*cluster),
-                                          state_.With([](GangScheduler& g) { return g.options(); })));
+    state_.ReplaceScheduler(GangScheduler(
+        std::move(*cluster), state_.With([](GangScheduler& g) { return g.options(); })));
   }
   ++rebuilds_;
   for (const auto& [name, n] : nodes_) ApplyHealth(n);
@@ -167,8 +167,10 @@ void KubeSync::RebuildLocked() {
 
 void KubeSync::ApplyHealth(const KubeNode& n) {
   if (n.gpus <= 0) return;
-  state_.SetNodeHealth(n.name, HealthSource::kKubeCordon, n.unschedulable, "cordoned").IgnoreError();
-  state_.SetNodeHealth(n.name, HealthSource::kKubeTaint, n.tainted, "taint " + n.taint).IgnoreError();
+  state_.SetNodeHealth(n.name, HealthSource::kKubeCordon, n.unschedulable, "cordoned")
+      .IgnoreError();
+  state_.SetNodeHealth(n.name, HealthSource::kKubeTaint, n.tainted, "taint " + n.taint)
+      .IgnoreError();
   state_.SetNodeHealth(n.name, HealthSource::kKubeNotReady, !n.ready, "NotReady").IgnoreError();
 }
 
@@ -182,10 +184,10 @@ void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
     }
     return;
   }
-  bool topology_changed = it == nodes_.end()
-                              ? n.gpus > 0
-                              : (it->second.gpus != n.gpus || it->second.labels != n.labels ||
-                                 it->second.sku != n.sku);
+  bool topology_changed =
+      it == nodes_.end()
+          ? n.gpus > 0
+          : (it->second.gpus != n.gpus || it->second.labels != n.labels || it->second.sku != n.sku);
   nodes_[n.name] = n;
   if (topology_changed) {
     RebuildLocked();
@@ -258,9 +260,9 @@ void KubeSync::WatchLoop(bool nodes) {
       std::lock_guard<std::mutex> lock(apply_mu_);
       rv = nodes ? node_rv_ : pod_rv_;
     }
-    std::string path = absl::StrCat(base, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=",
-                                    options_.watch_timeout_seconds,
-                                    rv.empty() ? "" : "&resourceVersion=", rv);
+    std::string path = absl::StrCat(
+        base, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=", options_.watch_timeout_seconds,
+        rv.empty() ? "" : "&resourceVersion=", rv);
     bool relist = false;
     auto r = client_->Watch(path, [&](absl::string_view line) {
       if (!HandleLine(nodes, line)) {
@@ -307,9 +309,9 @@ void KubeSync::EventLoop() {
     int posted = 0;
     for (const ExtenderBindingArgs& pod : n.pods) {
       if (posted++ >= 20) break;  // one event per pod, bounded for huge gangs
-      auto r = client_->Post(absl::StrCat("/api/v1/namespaces/", PathEscape(pod.pod_namespace),
-                                          "/events"),
-                             MakePodEvent(pod, n.type, n.reason, n.message, absl::Now()));
+      auto r = client_->Post(
+          absl::StrCat("/api/v1/namespaces/", PathEscape(pod.pod_namespace), "/events"),
+          MakePodEvent(pod, n.type, n.reason, n.message, absl::Now()));
       if (r.ok() && (r->status == 201 || r->status == 200)) {
         ++events_posted_;
       } else {

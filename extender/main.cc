@@ -50,7 +50,8 @@ int Main(int argc, char** argv) {
   }
   const bool kube = args->Has("kubeconfig") || args->Has("in-cluster");
   if (kube == args->Has("cluster")) {
-    return Fail(absl::StrCat("give exactly one of --cluster or --kubeconfig/--in-cluster\n", kUsage));
+    return Fail(
+        absl::StrCat("give exactly one of --cluster or --kubeconfig/--in-cluster\n", kUsage));
   }
 
   // Config file (optional): topology, scheduler options, daemon section.
@@ -101,8 +102,8 @@ int Main(int argc, char** argv) {
     auto cluster = BuildCluster(*loaded);
     if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
     for (const std::string& w : loaded->warnings) std::cerr << "topogangd: warning: " << w << "\n";
-    state = std::make_unique<DaemonState>(GangScheduler(std::move(*cluster), loaded->config.scheduler),
-                                          clock);
+    state = std::make_unique<DaemonState>(
+        GangScheduler(std::move(*cluster), loaded->config.scheduler), clock);
     binder = std::make_unique<MemoryBinder>();
   } else {
     if (config.topology) {
@@ -116,7 +117,8 @@ int Main(int argc, char** argv) {
     if (!kc.ok()) return Fail(std::string(kc.status().message()));
     auto empty = Cluster::Build(ClusterSpec{}, topology);
     if (!empty.ok()) return Fail(std::string(empty.status().message()));
-    state = std::make_unique<DaemonState>(GangScheduler(std::move(*empty), config.scheduler), clock);
+    state =
+        std::make_unique<DaemonState>(GangScheduler(std::move(*empty), config.scheduler), clock);
     auto client = std::make_shared<KubeClient>(*kc);
     binder = std::make_unique<KubeBinder>(client);
     sync = std::make_unique<KubeSync>(client, *state, topology, daemon.extender.gpu_resource);

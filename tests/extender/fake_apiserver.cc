@@ -60,9 +60,13 @@ void ReplyJson(http_request req, int code, const Json& body) {
 }
 
 Json StatusJson(int code, const std::string& reason, const std::string& msg) {
-  return Json{{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()},
-              {"status", code < 300 ? "Success" : "Failure"}, {"message", msg},
-              {"reason", reason}, {"code", code}};
+  return Json{{"kind", "Status"},
+              {"apiVersion", "v1"},
+              {"metadata", Json::object()},
+              {"status", code < 300 ? "Success" : "Failure"},
+              {"message", msg},
+              {"reason", reason},
+              {"code", code}};
 }
 
 std::string PodKey(const Json& pod) {
@@ -159,7 +163,8 @@ void FakeApiServer::SendBookmark() {
   std::lock_guard<std::mutex> lock(mu_);
   ++rv_;
   for (auto& w : watches_) {
-    Json obj = {{"kind", w->kind == "nodes" ? "Node" : "Pod"}, {"apiVersion", "v1"},
+    Json obj = {{"kind", w->kind == "nodes" ? "Node" : "Pod"},
+                {"apiVersion", "v1"},
                 {"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
     w->Write(DumpJson(Json{{"type", "BOOKMARK"}, {"object", obj}}) + "\n");
   }
@@ -208,8 +213,13 @@ std::vector<Json> FakeApiServer::events() {
 }
 
 bool FakeApiServer::WaitFor(const std::function<bool()>& pred, int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), pred);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(10));  // woken early by any change
+  }
+  return true;
 }
 
 void FakeApiServer::Handle(void* request) {
@@ -284,15 +294,18 @@ void FakeApiServer::Handle(void* request) {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = pods_.find(key);
         if (it == pods_.end()) {
-          return ReplyJson(req, 404, StatusJson(404, "NotFound", "pods \"" + parts[5] + "\" not found"));
+          return ReplyJson(req, 404,
+                           StatusJson(404, "NotFound", "pods \"" + parts[5] + "\" not found"));
         }
         Json& pod = it->second;
-        if (pod["spec"].contains("nodeName") && !pod["spec"]["nodeName"].get<std::string>().empty()) {
-          return ReplyJson(req, 409,
-                           StatusJson(409, "Conflict",
-                                      "Operation cannot be fulfilled on pods/binding \"" + parts[5] +
-                                          "\": pod " + parts[5] + " is already assigned to node \"" +
-                                          pod["spec"]["nodeName"].get<std::string>() + "\""));
+        if (pod["spec"].contains("nodeName") &&
+            !pod["spec"]["nodeName"].get<std::string>().empty()) {
+          return ReplyJson(
+              req, 409,
+              StatusJson(409, "Conflict",
+                         "Operation cannot be fulfilled on pods/binding \"" + parts[5] +
+                             "\": pod " + parts[5] + " is already assigned to node \"" +
+                             pod["spec"]["nodeName"].get<std::string>() + "\""));
         }
         bindings_.push_back(b);
         pod["spec"]["nodeName"] = b["target"]["name"];
@@ -302,7 +315,8 @@ void FakeApiServer::Handle(void* request) {
       }
     }
   }
-  ReplyJson(req, 404, StatusJson(404, "NotFound", "the server could not find the requested resource"));
+  ReplyJson(req, 404,
+            StatusJson(404, "NotFound", "the server could not find the requested resource"));
 }
 
 }  // namespace topogang::testing

@@ -47,7 +47,7 @@ class FakeApiServer {
   int open_watches();
   std::vector<Json> bindings();
   std::vector<Json> events();
-  // Blocks until pred() holds or the timeout passes; pred runs under the server lock.
+  // Blocks until pred() holds or the timeout passes (pred may call the accessors above).
   bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 10000);
 
  private:

@@ -52,7 +52,9 @@ class Harness {
       });
     });
   }
-  Reply Post(const std::string& path, const std::string& body) { return PostAsync(path, body).get(); }
+  Reply Post(const std::string& path, const std::string& body) {
+    return PostAsync(path, body).get();
+  }
   Reply Get(const std::string& path) {
     auto r = client_->request(web::http::methods::GET, path).get();
     return Reply{r.status_code(), r.extract_utf8string(true).get()};
@@ -63,9 +65,8 @@ class Harness {
   MemoryBinder& memory() { return memory_; }
   bool ok() const { return server_ != nullptr; }
   int UsedGpus() {
-    return state_.With([](GangScheduler& s) {
-      return s.cluster().num_gpus() - s.cluster().FreeHealthy(0);
-    });
+    return state_.With(
+        [](GangScheduler& s) { return s.cluster().num_gpus() - s.cluster().FreeHealthy(0); });
   }
 
  private:

@@ -1,8 +1,8 @@
 // Integration through the real HTTP server on 127.0.0.1, with bodies as kube-scheduler sends
 // them (the captured ones, and ones shaped like them), in the order it sends them.
-#include <set>
-
 #include <gtest/gtest.h>
+
+#include <set>
 
 #include "tests/extender/harness.h"
 
@@ -125,13 +125,15 @@ TEST(HttpTest, SixteenByEightGangMemberByMember) {
   std::set<std::string> nodes;
   for (int i = 0; i < 16; ++i) {
     Json pod = MakePod(GangPod("llm", 16, i, 8));
-    ExtenderFilterResult f = CheckFilterReply(h.Post("/filter", testing::FilterBody(pod, names)), names);
-    ASSERT_EQ(f.node_names.size(), 1u) << (f.failed_unresolvable.empty() ? "" : f.failed_unresolvable[0].second);
+    ExtenderFilterResult f =
+        CheckFilterReply(h.Post("/filter", testing::FilterBody(pod, names)), names);
+    ASSERT_EQ(f.node_names.size(), 1u)
+        << (f.failed_unresolvable.empty() ? "" : f.failed_unresolvable[0].second);
     nodes.insert(f.node_names[0]);
     CheckScores(h.Post("/prioritize", testing::FilterBody(pod, names)), names, f.node_names[0]);
-    binds.push_back(h.PostAsync("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
-                                                               pod["metadata"]["uid"],
-                                                               f.node_names[0]})));
+    binds.push_back(
+        h.PostAsync("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
+                                                   pod["metadata"]["uid"], f.node_names[0]})));
     if (i < 15) {
       EXPECT_FALSE(binds.back().is_done()) << "bind held until every member arrives";
     }
@@ -151,7 +153,8 @@ TEST(HttpTest, GangThatCannotFitFailsEveryNodeReadably) {
   ASSERT_TRUE(h.ok());
   std::vector<std::string> names = NodeNames(8);
   Json pod = MakePod(GangPod("big", 9, 0, 8));
-  ExtenderFilterResult f = CheckFilterReply(h.Post("/filter", testing::FilterBody(pod, names)), names);
+  ExtenderFilterResult f =
+      CheckFilterReply(h.Post("/filter", testing::FilterBody(pod, names)), names);
   EXPECT_TRUE(f.node_names.empty());
   EXPECT_EQ(f.error, "");
   ASSERT_EQ(f.failed_unresolvable.size(), 8u);
@@ -173,9 +176,9 @@ TEST(HttpTest, BarrierTimeoutFailsEveryWaitingBindAndReleases) {
     Json pod = MakePod(GangPod("g", 4, i, 8));
     auto f = CheckFilterReply(h.Post("/filter", testing::FilterBody(pod, names)), names);
     ASSERT_EQ(f.node_names.size(), 1u);
-    binds.push_back(h.PostAsync("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
-                                                               pod["metadata"]["uid"],
-                                                               f.node_names[0]})));
+    binds.push_back(
+        h.PostAsync("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
+                                                   pod["metadata"]["uid"], f.node_names[0]})));
   }
   EXPECT_EQ(h.UsedGpus(), 32);
   for (auto& b : binds) {
@@ -208,8 +211,10 @@ TEST(HttpTest, CordonDuringPendingGangReplans) {
   ASSERT_EQ(g0.node_names.size(), 1u);
   ASSERT_EQ(g1.node_names.size(), 1u);
   EXPECT_NE(g0.node_names[0], cordoned);
-  auto b0 = h.PostAsync("/bind", SerializeBindingArgs({"c-0", "default", "uid-c-0", g0.node_names[0]}));
-  auto b1 = h.PostAsync("/bind", SerializeBindingArgs({"c-1", "default", "uid-c-1", g1.node_names[0]}));
+  auto b0 =
+      h.PostAsync("/bind", SerializeBindingArgs({"c-0", "default", "uid-c-0", g0.node_names[0]}));
+  auto b1 =
+      h.PostAsync("/bind", SerializeBindingArgs({"c-1", "default", "uid-c-1", g1.node_names[0]}));
   EXPECT_EQ(b0.get().body, R"({"Error":""})");
   EXPECT_EQ(b1.get().body, R"({"Error":""})");
 }
@@ -225,7 +230,8 @@ TEST(HttpTest, HostileRequestsGetClearErrorsAndTheDaemonStaysHealthy) {
   };
   EXPECT_NE(error_of(h.Post("/filter", "{not json")), "");
   EXPECT_NE(error_of(h.Post("/filter", R"({"Pod":[],"NodeNames":["gpu-node-000"]})")), "");
-  EXPECT_NE(error_of(h.Post("/filter", R"({"Pod":{"metadata":{"name":"x"}},"NodeNames":{"a":1}})")), "");
+  EXPECT_NE(error_of(h.Post("/filter", R"({"Pod":{"metadata":{"name":"x"}},"NodeNames":{"a":1}})")),
+            "");
   EXPECT_NE(error_of(h.Post("/filter", std::string(100 * 1024, ' '))), "");
   EXPECT_NE(error_of(h.Post("/bind", R"({"PodName":7})")), "");
   EXPECT_EQ(h.Post("/prioritize", "[]").status, 400);
@@ -236,13 +242,15 @@ TEST(HttpTest, HostileRequestsGetClearErrorsAndTheDaemonStaysHealthy) {
   absurd.gpus = 1000000;
   EXPECT_NE(error_of(h.Post("/filter", testing::FilterBody(MakePod(absurd), NodeNames(8)))), "");
   // Lowercase keys, as Go would accept them.
-  Reply ok = h.Post("/filter", R"({"pod":{"metadata":{"name":"lc","uid":"lc"},"spec":{"containers":null}},)"
-                               R"("nodes":null,"nodenames":["gpu-node-001"]})");
+  Reply ok = h.Post("/filter",
+                    R"({"pod":{"metadata":{"name":"lc","uid":"lc"},"spec":{"containers":null}},)"
+                    R"("nodes":null,"nodenames":["gpu-node-001"]})");
   EXPECT_EQ(Json::parse(ok.body)["NodeNames"], Json::array({"gpu-node-001"}));
   EXPECT_EQ(h.Get("/healthz").status, 200);
   EXPECT_EQ(h.Get("/readyz").status, 200);
   Json pod = MakePod(GangPod("after", 2, 0, 4));
-  auto f = CheckFilterReply(h.Post("/filter", testing::FilterBody(pod, NodeNames(8))), NodeNames(8));
+  auto f =
+      CheckFilterReply(h.Post("/filter", testing::FilterBody(pod, NodeNames(8))), NodeNames(8));
   EXPECT_EQ(f.node_names.size(), 1u);
 }
 
@@ -254,8 +262,8 @@ TEST(HttpTest, PrefixAndVerbNamesAreConfigurable) {
   Harness h(TestCluster(8), {}, ho);
   ASSERT_TRUE(h.ok());
   Json pod = MakePod(GangPod("v", 1, 0, 1));
-  auto f = CheckFilterReply(h.Post("/topogang/predicates/gpu", testing::FilterBody(pod, NodeNames(8))),
-                            NodeNames(8));
+  auto f = CheckFilterReply(
+      h.Post("/topogang/predicates/gpu", testing::FilterBody(pod, NodeNames(8))), NodeNames(8));
   EXPECT_EQ(f.node_names.size(), 1u);
   EXPECT_EQ(h.Post("/topogang/priorities/gpu", testing::FilterBody(pod, NodeNames(8))).status, 200);
   EXPECT_EQ(h.Post("/filter", testing::FilterBody(pod, NodeNames(8))).status, 404);
@@ -264,11 +272,14 @@ TEST(HttpTest, PrefixAndVerbNamesAreConfigurable) {
 TEST(HttpTest, PreemptAnswersMetaVictimsOnly) {
   Harness h(TestCluster(8));
   ASSERT_TRUE(h.ok());
-  Reply r = h.Post("/preempt",
-                   R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToVictims":null,)"
-                   R"("NodeNameToMetaVictims":{"gpu-node-001":{"Pods":[{"UID":"v1"}],"NumPDBViolations":0}}})");
+  Reply r = h.Post(
+      "/preempt",
+      R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToVictims":null,)"
+      R"("NodeNameToMetaVictims":{"gpu-node-001":{"Pods":[{"UID":"v1"}],"NumPDBViolations":0}}})");
   ASSERT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, R"({"NodeNameToMetaVictims":{"gpu-node-001":{"Pods":[{"UID":"v1"}],"NumPDBViolations":0}}})");
+  EXPECT_EQ(
+      r.body,
+      R"({"NodeNameToMetaVictims":{"gpu-node-001":{"Pods":[{"UID":"v1"}],"NumPDBViolations":0}}})");
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // The verb logic without HTTP: gangs reserved whole on the first filter, members steered to their
 // slots, the bind barrier (all together, or all failed and released on expiry), interleaved
 // gangs, re-planning on cordon, preemption that never splits a running gang, hostile pods.
+#include <gtest/gtest.h>
+
 #include <future>
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "extender/extender_service.h"
 #include "tests/extender/test_util.h"
@@ -47,15 +47,16 @@ struct Fixture {
     ExtenderFilterResult r = service.Filter(args);
     ExpectCovers(args, r);
     EXPECT_EQ(r.error, "");
-    EXPECT_EQ(r.node_names.size(), 1u) << (r.failed_unresolvable.empty() ? r.error
-                                                                          : r.failed_unresolvable[0].second);
+    EXPECT_EQ(r.node_names.size(), 1u)
+        << (r.failed_unresolvable.empty() ? r.error : r.failed_unresolvable[0].second);
     return r.node_names.empty() ? "" : r.node_names[0];
   }
   std::future<std::string> Bind(const Json& pod, const std::string& node) {
     auto p = std::make_shared<std::promise<std::string>>();
     auto f = p->get_future();
-    service.Bind({pod["metadata"]["name"], pod["metadata"]["namespace"], pod["metadata"]["uid"], node},
-                 [p](const ExtenderBindingResult& r) { p->set_value(r.error); });
+    service.Bind(
+        {pod["metadata"]["name"], pod["metadata"]["namespace"], pod["metadata"]["uid"], node},
+        [p](const ExtenderBindingResult& r) { p->set_value(r.error); });
     return f;
   }
   int UsedGpus() {
@@ -95,7 +96,8 @@ TEST(ServiceTest, CapturedSingleGpuPodIsAGangOfOne) {
   ExtenderFilterResult r = f.service.Filter(*args);
   ExpectCovers(*args, r);
   ASSERT_EQ(r.node_names.size(), 1u);
-  auto prio = f.service.Prioritize(*ParseExtenderArgs(ReadWire("bind-api-mode/prioritize-001-request.json")));
+  auto prio = f.service.Prioritize(
+      *ParseExtenderArgs(ReadWire("bind-api-mode/prioritize-001-request.json")));
   ASSERT_TRUE(prio.ok());
   int tens = 0;
   for (const HostPriority& h : *prio) {
@@ -145,12 +147,16 @@ TEST(ServiceTest, SixteenByEightGangBindsAllTogether) {
   }
   EXPECT_EQ(f.binder.Bindings().size(), 16u);
   const GangRecord* rec = nullptr;
-  f.state.With([&](GangScheduler& s) { rec = s.Find("default/train"); return 0; });
+  f.state.With([&](GangScheduler& s) {
+    rec = s.Find("default/train");
+    return 0;
+  });
   ASSERT_NE(rec, nullptr);
   EXPECT_EQ(rec->state, GangState::kRunning);
   // 16 nodes of 8 GPUs in one switch (16 nodes per switch in the test cluster).
   std::set<std::string> switches;
-  for (const auto& n : nodes) switches.insert(n.substr(0, 10) + std::to_string((std::stoi(n.substr(9)) / 16)));
+  for (const auto& n : nodes)
+    switches.insert(n.substr(0, 10) + std::to_string((std::stoi(n.substr(9)) / 16)));
   EXPECT_EQ(switches.size(), 1u);
   f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).IgnoreError();
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
@@ -238,7 +244,8 @@ TEST(ServiceTest, MembersDisagreeingOnGangSizeGetAnError) {
 TEST(ServiceTest, HostilePodsAreErrorsAndTheServiceStaysHealthy) {
   Fixture f;
   std::vector<Json> bad = {
-      Json::parse(R"({"metadata":{"name":"x"},"spec":{"containers":[{"resources":{"requests":{"nvidia.com/gpu":"1000000"}}}]}})"),
+      Json::parse(
+          R"({"metadata":{"name":"x"},"spec":{"containers":[{"resources":{"requests":{"nvidia.com/gpu":"1000000"}}}]}})"),
       Json::parse(R"({"metadata":{"name":"x"},"spec":{"containers":"nope"}})"),
       Json::parse(R"({"metadata":{"name":"x","labels":{"topogang.io/gang":"g"}},"spec":{}})"),
       MakePod(GangPod("zero", 2, 0, 0)),
