@@ -131,6 +131,21 @@ ExtenderService::~ExtenderService() {
   RunFails(fails);
 }
 
+void ExtenderService::FailHeldBinds(const std::string& why) {
+  FailList fails;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, e] : gangs_) {
+      if (e.binding) continue;  // bindings in flight answer themselves
+      for (Member& m : e.slots) {
+        if (m.held) fails.emplace_back(std::move(m.held), why);
+      }
+      e.barrier_deadline.reset();
+    }
+  }
+  RunFails(fails);
+}
+
 void ExtenderService::SetNotify(std::function<void(const GangNotice&)> notify) {
   std::lock_guard<std::mutex> lock(mu_);
   notify_ = std::move(notify);

@@ -80,6 +80,8 @@ class ExtenderService {
   absl::Status Rebuild(Cluster cluster, const std::vector<PodInfo>& pods);
 
   void SetNotify(std::function<void(const GangNotice&)> notify);
+  // Fails every held bind now (shutdown: the HTTP server must answer them before it closes).
+  void FailHeldBinds(const std::string& why);
 
   struct Stats {
     int reserved_gangs = 0;

@@ -198,6 +198,8 @@ absl::Status ExtenderHttpServer::Start() {
 
 void ExtenderHttpServer::Stop() {
   if (!started_.exchange(false) || !listener_) return;
+  // Answer held binds first: closing waits for requests in flight.
+  service_.FailHeldBinds("topogang is shutting down");
   try {
     listener_->close().wait();
   } catch (...) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
@@ -150,7 +152,7 @@ users:
 }
 
 TEST(KubeConfigTest, InClusterReadsTokenCaAndServiceEnv) {
-  std::string dir = ::testing::TempDir() + "/sa";
+  std::string dir = absl::StrCat(::testing::TempDir(), "/sa-", getpid());
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/token") << "tok\n";
   std::ofstream(dir + "/ca.crt") << "CA";
