@@ -24,10 +24,8 @@ ExtenderFilterResult FailAll(const ExtenderArgs& args, const std::string& reason
   r.node_cache = args.node_cache;
   auto& out = unresolvable ? r.failed_unresolvable : r.failed;
   out.reserve(args.names.size());
-  absl::flat_hash_set<absl::string_view> seen;
-  for (const std::string& n : args.names) {
-    if (seen.insert(n).second) out.emplace_back(n, reason);
-  }
+  // kube-scheduler never repeats a node; if a client does, it gets each answer once per mention.
+  for (const std::string& n : args.names) out.emplace_back(n, reason);
   if (!r.node_cache) r.nodes = Json{{"metadata", args.node_list_meta}, {"items", Json::array()}};
   return r;
 }
@@ -46,11 +44,9 @@ ExtenderFilterResult Split(const ExtenderArgs& args, Pass pass, const std::strin
   r.node_cache = args.node_cache;
   Json items = Json::array();
   auto& out = unresolvable ? r.failed_unresolvable : r.failed;
-  absl::flat_hash_set<absl::string_view> seen;
-  seen.reserve(args.names.size());
+  out.reserve(args.names.size());
   for (size_t i = 0; i < args.names.size(); ++i) {
     const std::string& n = args.names[i];
-    if (!seen.insert(n).second) continue;  // duplicates: answer each node once
     if (pass(i)) {
       if (r.node_cache) {
         r.node_names.push_back(n);
@@ -218,7 +214,7 @@ ExtenderFilterResult ExtenderService::Filter(const ExtenderArgs& args) {
   std::optional<GangNotice> notice;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    SyncWithCoreLocked(&fails);
+    SyncOneLocked(id, &fails);
     auto it = gangs_.find(id);
     if (it != gangs_.end()) {
       const GangSpec& have = it->second.spec;
@@ -293,16 +289,22 @@ ExtenderFilterResult ExtenderService::Filter(const ExtenderArgs& args) {
       if (auto p = by_pod_.find(key); p != by_pod_.end() && p->second.first == id) {
         slot = p->second.second;
       }
-      absl::flat_hash_set<absl::string_view> offered(args.names.begin(), args.names.end());
+      auto offered = [&](const std::string& node) {
+        return std::find(args.names.begin(), args.names.end(), node) != args.names.end();
+      };
       if (slot < 0) {
+        // The first free slot whose node kube-scheduler offered: look up only the free slots'
+        // nodes (few) while scanning the offered names once.
+        absl::flat_hash_map<absl::string_view, int> wanted;
         int free_slots = 0;
         for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
-          if (e.slots[i].assigned) continue;
+          if (e.slots[i].assigned || i >= static_cast<int>(nodes.size())) continue;
           ++free_slots;
-          if (i < static_cast<int>(nodes.size()) && offered.contains(nodes[i])) {
-            slot = i;
-            break;
-          }
+          wanted.emplace(nodes[i], i);  // keeps the lowest slot per node
+        }
+        for (const std::string& n : args.names) {
+          auto w = wanted.find(n);
+          if (w != wanted.end() && (slot < 0 || w->second < slot)) slot = w->second;
         }
         if (slot < 0) {
           std::string reason =
@@ -325,7 +327,7 @@ ExtenderFilterResult ExtenderService::Filter(const ExtenderArgs& args) {
       }
       if (!decided) {
         const std::string node = slot < static_cast<int>(nodes.size()) ? nodes[slot] : "";
-        if (!offered.contains(node)) {
+        if (!offered(node)) {
           result = FailAll(args,
                            absl::StrCat("topogang: this pod's GPUs are reserved on node ", node,
                                         ", which kube-scheduler did not offer"),
@@ -333,8 +335,7 @@ ExtenderFilterResult ExtenderService::Filter(const ExtenderArgs& args) {
         } else {
           result = Split(
               args, [&](size_t i) { return args.names[i] == node; },
-              absl::StrCat("topogang: ", e.multi ? "gang " + id + " member" : "pod",
-                           " reserved on node ", node),
+              absl::StrCat("topogang: steered to ", node, e.multi ? " (gang " + id + ")" : ""),
               /*unresolvable=*/true);
         }
       }
@@ -361,9 +362,7 @@ absl::StatusOr<std::vector<HostPriority>> ExtenderService::Prioritize(const Exte
   }
   std::vector<HostPriority> out;
   out.reserve(args.names.size());
-  absl::flat_hash_set<absl::string_view> seen;
   for (const std::string& n : args.names) {
-    if (!seen.insert(n).second) continue;
     out.push_back({n, !node.empty() && n == node ? 10 : 0});
   }
   return out;
@@ -379,7 +378,7 @@ void ExtenderService::Bind(const ExtenderBindingArgs& args, BindCallback done) {
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    SyncWithCoreLocked(&fails);
+    if (auto q = by_pod_.find(key); q != by_pod_.end()) SyncOneLocked(q->second.first, &fails);
     auto p = by_pod_.find(key);
     if (p == by_pod_.end()) {
       if (passthrough_.contains(key)) {
@@ -552,6 +551,17 @@ void ExtenderService::DropEntryLocked(const std::string& id, const std::string& 
     state_.With([&](GangScheduler& s) { return s.Release(id); }).IgnoreError();
   }
   admission_->Forget(id);
+}
+
+void ExtenderService::SyncOneLocked(const std::string& id, FailList* fail) {
+  if (!pending_.contains(id)) return;
+  bool gone = state_.With([&](GangScheduler& s) { return s.Find(id) == nullptr; });
+  if (!gone) return;
+  DropEntryLocked(id, absl::StrCat("topogang: the reservation of ", id,
+                                   " was dropped (nodes became unhealthy or it expired); the gang "
+                                   "will be scheduled again"),
+                  /*release_core=*/false, fail);
+  state_.Publish({0, {}, "release", id, "", "reservation no longer held by the core"});
 }
 
 void ExtenderService::SyncWithCoreLocked(FailList* fail) {

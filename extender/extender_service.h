@@ -117,6 +117,8 @@ class ExtenderService {
   // Drops ledger entries whose reservation the core no longer has (re-plan failed, TTL), failing
   // their held binds. Returns the callbacks to fail (called outside the lock).
   void SyncWithCoreLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
+  // The same for one gang (the hot path touches only the gang it serves).
+  void SyncOneLocked(const std::string& id, std::vector<std::pair<BindCallback, std::string>>* fail);
   void DropEntryLocked(const std::string& id, const std::string& why, bool release_core,
                        std::vector<std::pair<BindCallback, std::string>>* fail);
   std::vector<std::string> SlotNodesLocked(const std::string& id);

@@ -38,4 +38,9 @@ absl::StatusOr<const Json*> JsonArray(const Json& obj, absl::string_view key,
 // JSON. We emit nlohmann's form (both are accepted by Go's decoder).
 std::string DumpJson(const Json& j);
 
+// Appends `s` as a JSON string literal (quotes included). For hot paths that build large replies
+// by hand: nlohmann's ordered_json inserts into objects in linear time, so a 12,500-entry
+// FailedNodes map built through it would be quadratic.
+void AppendJsonString(std::string* out, absl::string_view s);
+
 }  // namespace topogang

@@ -1,5 +1,6 @@
 #include "extender/wire_types.h"
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace topogang {
@@ -39,11 +40,6 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> StringMap(const
   return out;
 }
 
-Json PairsToObject(const std::vector<std::pair<std::string, std::string>>& v) {
-  Json o = Json::object();
-  for (const auto& [k, msg] : v) o[k] = msg;
-  return o;
-}
 
 absl::StatusOr<std::map<std::string, Victims>> ParseVictimsMap(const Json& m, bool meta,
                                                                absl::string_view what) {
@@ -150,19 +146,45 @@ std::string SerializeExtenderArgs(const ExtenderArgs& a) {
 }
 
 std::string SerializeFilterResult(const ExtenderFilterResult& r) {
-  Json j = Json::object();
+  // Built by hand: linear in the number of nodes (see AppendJsonString).
+  std::string out;
+  size_t estimate = 128;
+  for (const auto& n : r.node_names) estimate += n.size() + 3;
+  for (const auto& [n, m] : r.failed) estimate += n.size() + m.size() + 6;
+  for (const auto& [n, m] : r.failed_unresolvable) estimate += n.size() + m.size() + 6;
+  out.reserve(estimate);
+  out.append("{\"Nodes\":");
   if (r.node_cache) {
-    j["Nodes"] = nullptr;
-    j["NodeNames"] = r.node_names;
+    out.append("null,\"NodeNames\":[");
+    for (size_t i = 0; i < r.node_names.size(); ++i) {
+      if (i) out.push_back(',');
+      AppendJsonString(&out, r.node_names[i]);
+    }
+    out.append("]");
   } else {
-    j["Nodes"] =
-        r.nodes.is_null() ? Json{{"metadata", Json::object()}, {"items", Json::array()}} : r.nodes;
-    j["NodeNames"] = nullptr;
+    out.append(r.nodes.is_null() ? std::string(R"({"metadata":{},"items":[]})") : DumpJson(r.nodes));
+    out.append(",\"NodeNames\":null");
   }
-  j["FailedNodes"] = PairsToObject(r.failed);
-  j["FailedAndUnresolvableNodes"] = PairsToObject(r.failed_unresolvable);
-  j["Error"] = r.error;
-  return DumpJson(j);
+  auto map = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& v) {
+    out.append(",\"");
+    out.append(key);
+    out.append("\":{");
+    bool first = true;
+    for (const auto& [n, m] : v) {
+      if (!first) out.push_back(',');
+      first = false;
+      AppendJsonString(&out, n);
+      out.push_back(':');
+      AppendJsonString(&out, m);
+    }
+    out.push_back('}');
+  };
+  map("FailedNodes", r.failed);
+  map("FailedAndUnresolvableNodes", r.failed_unresolvable);
+  out.append(",\"Error\":");
+  AppendJsonString(&out, r.error);
+  out.push_back('}');
+  return out;
 }
 
 absl::StatusOr<ExtenderFilterResult> ParseFilterResult(absl::string_view body) {

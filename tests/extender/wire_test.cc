@@ -61,6 +61,15 @@ TEST(WireTest, FilterResultUsesExactGoKeysAndIntegerScores) {
   std::string s = SerializeFilterResult(r);
   EXPECT_EQ(s, R"({"Nodes":null,"NodeNames":["n1"],"FailedNodes":{"n2":"no room"},)"
                R"("FailedAndUnresolvableNodes":{},"Error":""})");
+  ExtenderFilterResult odd;
+  odd.node_names = {"q\"uote"};
+  odd.failed = {{"back\\slash", "line\nbreak \x01 \u00e9"}};
+  odd.error = "<&>";
+  auto back = ParseFilterResult(SerializeFilterResult(odd));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->node_names, odd.node_names);
+  EXPECT_EQ(back->failed, odd.failed);
+  EXPECT_EQ(back->error, "<&>");
   EXPECT_EQ(SerializeHostPriorityList({{"a", 10}, {"b", 0}}),
             R"([{"Host":"a","Score":10},{"Host":"b","Score":0}])");
   EXPECT_EQ(SerializeBindingResult({""}), R"({"Error":""})");
