@@ -28,7 +28,8 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first,
       a.values[key] = has_inline ? value : "true";
     } else if (with_value.count(key)) {
       if (!has_inline) {
-        if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat("--", key, " needs a value"));
+        if (i + 1 >= argc)
+          return absl::InvalidArgumentError(absl::StrCat("--", key, " needs a value"));
         value = argv[++i];
       }
       a.values[key] = value;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/args.h"
 #include "cli/placement_format.h"
+#include "cli/remote.h"
 #include "common/file_util.h"
 #include "config/loader.h"
 #include "scheduler/gang_file.h"
@@ -26,13 +27,18 @@ running, and prints where it went or why it did not fit. Needs no cluster.
   --drain NODE,...   treat these nodes as drained (cordoned) before placing
   --format table|json  output format (default table)
   --verbose          also print each member's node and GPU indices
+  --server HOST:PORT ask a running topogangd instead: its live cluster, with
+                     --jobs and --drain; see 'topogang gangs --help' for the
+                     connection flags (--token-file, --ca, --cert, --key)
 
 Exit status: 0 when the inputs are valid (whether or not every job fits),
 2 on bad input.
 )";
 
 int RunDryRun(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, 2, {"cluster", "jobs", "config", "drain", "format", "server"},
+  auto args = ParseArgs(argc, argv, 2,
+                        {"cluster", "jobs", "config", "drain", "format", "server", "token-file",
+                         "ca", "cert", "key", "tls-server-name", "timeout"},
                         {"help", "verbose"});
   if (!args.ok()) {
     std::cerr << "topogang dry-run: " << args.status().message() << "\n\n" << kDryRunHelp;
@@ -42,6 +48,7 @@ int RunDryRun(int argc, char** argv) {
     std::cout << kDryRunHelp;
     return 0;
   }
+  if (args->Has("server")) return RunRemoteDryRun(*args);  // the live daemon's cluster
   const std::string format = args->Get("format", "table");
   if (format != "table" && format != "json") {
     std::cerr << "topogang dry-run: --format must be table or json, got '" << format << "'\n";
@@ -117,8 +124,10 @@ int RunDryRun(int argc, char** argv) {
       for (size_t m = 0; m < result->members.size(); ++m) {
         const MemberPlacement& mp = result->members[m];
         std::string gpus;
-        for (int g : mp.gpus) absl::StrAppend(&gpus, gpus.empty() ? "" : ",", g - c.node(mp.node).gpu_begin);
-        table.Add({absl::StrCat("  member ", m), "", "", "", "", c.node(mp.node).name, "gpus " + gpus});
+        for (int g : mp.gpus)
+          absl::StrAppend(&gpus, gpus.empty() ? "" : ",", g - c.node(mp.node).gpu_begin);
+        table.Add(
+            {absl::StrCat("  member ", m), "", "", "", "", c.node(mp.node).name, "gpus " + gpus});
       }
     }
   }
@@ -130,8 +139,9 @@ int RunDryRun(int argc, char** argv) {
             << " GPUs, tiers";
   for (int l = 1; l < c.num_levels(); ++l) std::cout << (l == 1 ? " " : " > ") << c.LevelName(l);
   std::cout << "\n\n" << table.Render();
-  std::cout << "\n" << placed << " of " << jobs->size() << " gangs placed; "
-            << c.FreeHealthy(0) << " of " << c.num_gpus() << " GPUs free and healthy\n";
+  std::cout << "\n"
+            << placed << " of " << jobs->size() << " gangs placed; " << c.FreeHealthy(0) << " of "
+            << c.num_gpus() << " GPUs free and healthy\n";
   return 0;
 }
 

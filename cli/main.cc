@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cli/dry_run.h"
+#include "cli/remote.h"
 
 namespace {
 
@@ -11,7 +12,11 @@ const char kHelp[] = R"(topogang: topology-aware gang scheduling for Kubernetes 
 usage: topogang <command> [flags]
 
 commands:
-  dry-run    place jobs on a cluster file, no cluster needed
+  dry-run    place jobs on a cluster file, no cluster needed (or --server: a live daemon)
+  explain    why a gang is placed where it is, or why it does not fit (live daemon)
+  gangs      gangs a live daemon holds
+  drain      admin-drain a node on a live daemon; undrain clears it
+  watch      stream a live daemon's decisions
   help       this text
 
 Run 'topogang <command> --help' for a command's flags.
@@ -30,6 +35,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "dry-run") return topogang::cli::RunDryRun(argc, argv);
+  if (cmd == "explain") return topogang::cli::RunExplain(argc, argv);
+  if (cmd == "gangs") return topogang::cli::RunGangs(argc, argv);
+  if (cmd == "drain" || cmd == "undrain") return topogang::cli::RunDrain(argc, argv);
+  if (cmd == "watch") return topogang::cli::RunWatch(argc, argv);
   std::cerr << "topogang: unknown command '" << cmd << "'\n\n" << kHelp;
   return 2;
 }

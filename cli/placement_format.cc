@@ -23,8 +23,7 @@ std::string CompressNodeList(const Cluster& c, const std::vector<int>& nodes) {
 std::string DescribeSpan(const Cluster& c, const Placement& p) {
   std::string parts;
   for (int l = p.level + 1; l < c.num_levels(); ++l) {
-    absl::StrAppend(&parts, parts.empty() ? "" : ", ", p.domains_per_level[l], " ",
-                    c.LevelName(l));
+    absl::StrAppend(&parts, parts.empty() ? "" : ", ", p.domains_per_level[l], " ", c.LevelName(l));
   }
   if (parts.empty()) return c.DomainPath(p.domain);
   return absl::StrCat(c.DomainPath(p.domain), " (", parts, ")");

@@ -1,10 +1,9 @@
 // Human and JSON renderings of placements, shared by dry-run, explain and simulate output.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/status/statusor.h"
 #include "scheduler/gang.h"

@@ -67,8 +67,7 @@ absl::StatusOr<int64_t> YamlInt(const YAML::Node& map, absl::string_view key,
     return Bad(source, n, absl::StrCat(key, ": expected an integer"));
   }
   if (v < min || v > max) {
-    return Bad(source, n,
-               absl::StrCat(key, ": must be between ", min, " and ", max, ", got ", v));
+    return Bad(source, n, absl::StrCat(key, ": must be between ", min, " and ", max, ", got ", v));
   }
   return v;
 }
@@ -86,8 +85,7 @@ absl::StatusOr<double> YamlDouble(const YAML::Node& map, absl::string_view key,
     return Bad(source, n, absl::StrCat(key, ": expected a number"));
   }
   if (v < min || v > max) {
-    return Bad(source, n,
-               absl::StrCat(key, ": must be between ", min, " and ", max, ", got ", v));
+    return Bad(source, n, absl::StrCat(key, ": must be between ", min, " and ", max, ", got ", v));
   }
   return v;
 }

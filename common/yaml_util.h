@@ -9,10 +9,10 @@
 #include <optional>
 #include <set>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace topogang {
 

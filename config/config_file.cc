@@ -20,8 +20,8 @@ absl::StatusOr<TopogangConfig> ParseConfigFile(absl::string_view text, absl::str
     cfg.topology = *topo;
   }
   if (YAML::Node s = (*root)["scheduler"]; s.IsDefined() && !s.IsNull()) {
-    if (absl::Status st = YamlCheckKeys(s, source, {"reservation_ttl_seconds", "auto_apply_replacements"},
-                                        "scheduler");
+    if (absl::Status st = YamlCheckKeys(
+            s, source, {"reservation_ttl_seconds", "auto_apply_replacements"}, "scheduler");
         !st.ok()) {
       return st;
     }

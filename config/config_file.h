@@ -5,12 +5,12 @@
 // See docs/configuration.md.
 #pragma once
 
-#include <optional>
-#include "absl/strings/string_view.h"
-
 #include <yaml-cpp/yaml.h>
 
+#include <optional>
+
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "scheduler/gang_scheduler.h"
 #include "topology/topology_config.h"
 

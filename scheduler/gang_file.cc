@@ -8,11 +8,11 @@ namespace topogang {
 
 absl::StatusOr<GangSpec> ParseGangYaml(const YAML::Node& n, absl::string_view source,
                                        absl::string_view ctx) {
-  if (absl::Status s = YamlCheckKeys(n, source,
-                                     {"name", "members", "gpus_per_member", "sku",
-                                      "allow_mixed_sku", "required_tier", "preferred_tier",
-                                      "slice", "priority", "count"},
-                                     ctx);
+  if (absl::Status s =
+          YamlCheckKeys(n, source,
+                        {"name", "members", "gpus_per_member", "sku", "allow_mixed_sku",
+                         "required_tier", "preferred_tier", "slice", "priority", "count"},
+                        ctx);
       !s.ok()) {
     return s;
   }
@@ -30,7 +30,8 @@ absl::StatusOr<GangSpec> ParseGangYaml(const YAML::Node& n, absl::string_view so
     if (!s.ok()) return s;
   }
   if (name->empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(YamlWhere(source, n), ": ", ctx, ".name: must be non-empty"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n), ": ", ctx, ".name: must be non-empty"));
   }
   g.name = *name;
   g.members = static_cast<int>(*members);
@@ -41,7 +42,8 @@ absl::StatusOr<GangSpec> ParseGangYaml(const YAML::Node& n, absl::string_view so
   g.preferred_tier = *pref;
   g.priority = static_cast<int>(*prio);
   if (YAML::Node s = n["slice"]; s.IsDefined() && !s.IsNull()) {
-    if (absl::Status st = YamlCheckKeys(s, source, {"members", "tier"}, absl::StrCat(ctx, ".slice"));
+    if (absl::Status st =
+            YamlCheckKeys(s, source, {"members", "tier"}, absl::StrCat(ctx, ".slice"));
         !st.ok()) {
       return st;
     }
@@ -58,14 +60,15 @@ absl::StatusOr<GangSpec> ParseGangYaml(const YAML::Node& n, absl::string_view so
   return g;
 }
 
-absl::StatusOr<std::vector<GangSpec>> ParseJobsFile(absl::string_view text, absl::string_view source) {
+absl::StatusOr<std::vector<GangSpec>> ParseJobsFile(absl::string_view text,
+                                                    absl::string_view source) {
   auto root = YamlParse(text, source);
   if (!root.ok()) return root.status();
   if (absl::Status s = YamlCheckKeys(*root, source, {"jobs"}, "jobs file"); !s.ok()) return s;
   YAML::Node jobs = (*root)["jobs"];
   if (!jobs.IsSequence()) {
-    return absl::InvalidArgumentError(absl::StrCat(YamlWhere(source, jobs.IsDefined() ? jobs : *root),
-                                                   ": jobs: expected a list of gangs"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        YamlWhere(source, jobs.IsDefined() ? jobs : *root), ": jobs: expected a list of gangs"));
   }
   std::vector<GangSpec> out;
   absl::flat_hash_set<std::string> names;

@@ -7,16 +7,29 @@
 namespace topogang {
 
 const char* GangStateName(GangState s) {
-  return s == GangState::kReserved ? "reserved" : "running";
+  switch (s) {
+    case GangState::kReserved:
+      return "reserved";
+    case GangState::kRunning:
+      return "running";
+    case GangState::kHeld:
+      return "held";
+  }
+  return "?";
 }
 
 const char* ReplanKindName(ReplanEvent::Kind k) {
   switch (k) {
-    case ReplanEvent::Kind::kReplanned: return "replanned";
-    case ReplanEvent::Kind::kDropped: return "dropped";
-    case ReplanEvent::Kind::kReplacementProposed: return "replacement-proposed";
-    case ReplanEvent::Kind::kReplacementApplied: return "replacement-applied";
-    case ReplanEvent::Kind::kReplacementImpossible: return "replacement-impossible";
+    case ReplanEvent::Kind::kReplanned:
+      return "replanned";
+    case ReplanEvent::Kind::kDropped:
+      return "dropped";
+    case ReplanEvent::Kind::kReplacementProposed:
+      return "replacement-proposed";
+    case ReplanEvent::Kind::kReplacementApplied:
+      return "replacement-applied";
+    case ReplanEvent::Kind::kReplacementImpossible:
+      return "replacement-impossible";
   }
   return "?";
 }
@@ -98,6 +111,7 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
   for (const auto& [name, rec] : gangs_) names.push_back(name);
   for (const std::string& name : names) {
     GangRecord& rec = gangs_.find(name)->second;
+    if (rec.state == GangState::kHeld) continue;  // the queue rebuilds holds from healthy GPUs
     std::vector<int> lost;
     for (size_t m = 0; m < rec.placement.members.size(); ++m) {
       const auto& gpus = rec.placement.members[m].gpus;
@@ -114,13 +128,18 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
       auto p = planner().Plan(spec);
       if (p.ok() && Adopt(spec, *p, GangState::kReserved, now).ok()) {
         gangs_.find(name)->second.expires_at = std::max(expires, now + options_.reservation_ttl);
-        events.push_back({ReplanEvent::Kind::kReplanned, name,
-                          absl::StrCat("moved off unhealthy GPUs; now spans one ",
-                                       cluster_.LevelName(p->level)),
-                          lost, {}});
+        events.push_back(
+            {ReplanEvent::Kind::kReplanned,
+             name,
+             absl::StrCat("moved off unhealthy GPUs; now spans one ", cluster_.LevelName(p->level)),
+             lost,
+             {}});
       } else {
-        events.push_back({ReplanEvent::Kind::kDropped, name,
-                          p.ok() ? "re-plan failed" : std::string(p.status().message()), lost, {}});
+        events.push_back({ReplanEvent::Kind::kDropped,
+                          name,
+                          p.ok() ? "re-plan failed" : std::string(p.status().message()),
+                          lost,
+                          {}});
       }
       continue;
     }
@@ -132,8 +151,11 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
     }
     auto repl = planner().PlanNear(rec.spec, static_cast<int>(lost.size()), anchors);
     if (!repl.ok()) {
-      events.push_back({ReplanEvent::Kind::kReplacementImpossible, name,
-                        std::string(repl.status().message()), lost, {}});
+      events.push_back({ReplanEvent::Kind::kReplacementImpossible,
+                        name,
+                        std::string(repl.status().message()),
+                        lost,
+                        {}});
       continue;
     }
     ReplanEvent ev{ReplanEvent::Kind::kReplacementProposed, name, "", lost, *repl};
@@ -148,8 +170,7 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
   return events;
 }
 
-absl::Status GangScheduler::ApplyReplacement(absl::string_view name,
-                                             const std::vector<int>& lost,
+absl::Status GangScheduler::ApplyReplacement(absl::string_view name, const std::vector<int>& lost,
                                              const std::vector<MemberPlacement>& replacement) {
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
@@ -163,7 +184,8 @@ absl::Status GangScheduler::ApplyReplacement(absl::string_view name,
     }
   }
   std::vector<int> fresh, old;
-  for (const MemberPlacement& mp : replacement) fresh.insert(fresh.end(), mp.gpus.begin(), mp.gpus.end());
+  for (const MemberPlacement& mp : replacement)
+    fresh.insert(fresh.end(), mp.gpus.begin(), mp.gpus.end());
   for (int m : lost) {
     const auto& g = rec.placement.members[m].gpus;
     old.insert(old.end(), g.begin(), g.end());

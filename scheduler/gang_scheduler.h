@@ -23,7 +23,9 @@ struct SchedulerOptions {
   bool auto_apply_replacements = false;
 };
 
-enum class GangState { kReserved, kRunning };
+// kHeld: GPUs set aside for a starved gang by the queue (see queue_policy.h); never expires and is
+// never re-planned, the queue rebuilds it.
+enum class GangState { kReserved, kRunning, kHeld };
 const char* GangStateName(GangState s);
 
 struct GangRecord {

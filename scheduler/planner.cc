@@ -10,9 +10,9 @@ namespace topogang {
 // One placement problem: member shape, SKU filter and (optional) slice units.
 struct Planner::Request {
   int sku = kAnySku;
-  int gpus = 1;       // per member
+  int gpus = 1;  // per member
   int members = 0;
-  int slice_k = 0;    // 0 = no slices
+  int slice_k = 0;  // 0 = no slices
   int slice_level = -1;
   std::vector<int> slice_cap;  // slices that fit, for domains above the slice level
 };
@@ -33,14 +33,25 @@ bool Planner::Better(const Request& r, int a, int b) const {
   return a < b;
 }
 
-bool Planner::Search(const Request& r, int scope, int top_level,
-                     std::vector<MemberPlacement>* out, int* chosen) const {
+bool Planner::Search(const Request& r, int scope, int top_level, std::vector<MemberPlacement>* out,
+                     int* chosen) const {
   const int units = r.slice_k ? r.members / r.slice_k : r.members;
   const long need_gpus = static_cast<long>(r.members) * r.gpus;
   top_level = std::max(top_level, c_.domain(scope).level);
   std::vector<int> stack;
   for (int level = c_.node_level(); level >= top_level; --level) {
     if (c_.MaxDomainGpus(level) < need_gpus) continue;
+    if (level == c_.node_level() && level > top_level) {
+      // One node: the per-domain histograms say which free count is the tightest fit, so only
+      // the parents holding such a node are compared (same answer as comparing every node).
+      int best = SearchOneNode(r, scope, need_gpus);
+      if (best >= 0) {
+        Assign(r, best, units, r.slice_k > 0, out);
+        *chosen = best;
+        return true;
+      }
+      continue;
+    }
     int best = -1;
     stack.assign(1, scope);
     while (!stack.empty()) {
@@ -61,6 +72,36 @@ bool Planner::Search(const Request& r, int scope, int top_level,
     }
   }
   return false;
+}
+
+int Planner::SearchOneNode(const Request& r, int scope, long need_gpus) const {
+  int k = -1;
+  for (int f = static_cast<int>(need_gpus); f <= c_.max_gpus_per_node(); ++f) {
+    if (c_.NodesWithFree(scope, r.sku, f) > 0) {
+      k = f;
+      break;
+    }
+  }
+  if (k < 0) return -1;
+  const int parent_level = c_.node_level() - 1;
+  int best_parent = -1;
+  std::vector<int> stack{scope};
+  while (!stack.empty()) {
+    int d = stack.back();
+    stack.pop_back();
+    if (c_.NodesWithFree(d, r.sku, k) == 0) continue;
+    const Domain& dom = c_.domain(d);
+    if (dom.level == parent_level) {
+      if (best_parent < 0 || Better(r, d, best_parent)) best_parent = d;
+      continue;
+    }
+    for (int ch = dom.child_end - 1; ch >= dom.child_begin; --ch) stack.push_back(ch);
+  }
+  const Domain& p = c_.domain(best_parent);
+  for (int ch = p.child_begin; ch < p.child_end; ++ch) {
+    if (c_.NodesWithFree(ch, r.sku, k) > 0) return ch;
+  }
+  return -1;
 }
 
 void Planner::Assign(const Request& r, int d, int units, bool slice_units,
@@ -176,9 +217,9 @@ absl::StatusOr<Placement> Planner::Plan(const GangSpec& gang) const {
   }
   const int top_level = std::max(*req, 0);
   if (*slice >= 0 && *req >= 0 && *slice < *req) {
-    return absl::InvalidArgumentError(absl::StrCat("gang '", gang.name, "': slice tier '",
-                                                   gang.slice.tier, "' is wider than required tier '",
-                                                   gang.required_tier, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gang '", gang.name, "': slice tier '", gang.slice.tier,
+                     "' is wider than required tier '", gang.required_tier, "'"));
   }
   if (gang.gpus_per_member > c_.max_gpus_per_node()) {
     return absl::ResourceExhaustedError(
@@ -216,26 +257,27 @@ absl::StatusOr<Placement> Planner::Plan(const GangSpec& gang) const {
   }
   if (best) return *best;
   if (skus.size() > 1) {
-    return absl::ResourceExhaustedError(absl::StrCat(last.message(), " (tried each GPU model; a gang does not mix models unless allow_mixed_sku)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat(last.message(),
+                     " (tried each GPU model; a gang does not mix models unless allow_mixed_sku)"));
   }
   return last;
 }
 
 std::string Planner::NoFitReason(const GangSpec& gang, int sku, int top_level) const {
-  const std::string shape =
-      gang.gpus_per_member == 1
-          ? absl::StrCat(gang.members, " GPUs")
-          : absl::StrCat(gang.members, " members x ", gang.gpus_per_member, " GPUs (",
-                         gang.total_gpus(), " GPUs)");
+  const std::string shape = gang.gpus_per_member == 1
+                                ? absl::StrCat(gang.members, " GPUs")
+                                : absl::StrCat(gang.members, " members x ", gang.gpus_per_member,
+                                               " GPUs (", gang.total_gpus(), " GPUs)");
   const std::string model = sku == kAnySku || c_.num_skus() == 1
                                 ? std::string()
                                 : absl::StrCat(" of model ", c_.SkuName(sku));
   if (gang.slice.members > 0) {
-    return absl::StrCat("gang '", gang.name, "': needs ", shape, model, " in slices of ",
-                        gang.slice.members, " members, each slice within one ", gang.slice.tier,
-                        top_level > 0 ? absl::StrCat(", all within one ", c_.LevelName(top_level))
-                                      : std::string(),
-                        "; not enough room in any ", gang.slice.tier, " now");
+    return absl::StrCat(
+        "gang '", gang.name, "': needs ", shape, model, " in slices of ", gang.slice.members,
+        " members, each slice within one ", gang.slice.tier,
+        top_level > 0 ? absl::StrCat(", all within one ", c_.LevelName(top_level)) : std::string(),
+        "; not enough room in any ", gang.slice.tier, " now");
   }
   int best_members = 0;
   std::string best_name;
@@ -244,13 +286,15 @@ std::string Planner::NoFitReason(const GangSpec& gang, int sku, int top_level) c
     if (m > best_members) best_members = m, best_name = c_.DomainPath(d);
   }
   const long room = static_cast<long>(best_members) * gang.gpus_per_member;
-  const std::string unit = gang.gpus_per_member == 1
-                               ? absl::StrCat(room, " GPUs")
-                               : absl::StrCat(best_members, best_members == 1 ? " member (" : " members (", room, " GPUs)");
+  const std::string unit =
+      gang.gpus_per_member == 1
+          ? absl::StrCat(room, " GPUs")
+          : absl::StrCat(best_members, best_members == 1 ? " member (" : " members (", room,
+                         " GPUs)");
   if (top_level == 0) {
     return absl::StrCat("gang '", gang.name, "': needs ", shape, model,
-                        "; the cluster has room for only ", unit, " now (",
-                        c_.FreeHealthy(0, sku), " free healthy GPUs)");
+                        "; the cluster has room for only ", unit, " now (", c_.FreeHealthy(0, sku),
+                        " free healthy GPUs)");
   }
   const std::string& tier = c_.LevelName(top_level);
   return absl::StrCat("gang '", gang.name, "': needs ", shape, model, " within one ", tier,
@@ -295,11 +339,10 @@ absl::StatusOr<std::vector<MemberPlacement>> Planner::PlanNear(
     int chosen;
     if (Search(any, 0, top_level, &out, &chosen)) return out;
   }
-  return absl::ResourceExhaustedError(
-      absl::StrCat("gang '", gang.name, "': no room for ", count, " replacement member(s) of ",
-                   gang.gpus_per_member, " GPUs",
-                   top_level > 0 ? absl::StrCat(" within its ", c_.LevelName(top_level))
-                                 : std::string()));
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "gang '", gang.name, "': no room for ", count, " replacement member(s) of ",
+      gang.gpus_per_member, " GPUs",
+      top_level > 0 ? absl::StrCat(" within its ", c_.LevelName(top_level)) : std::string()));
 }
 
 }  // namespace topogang

@@ -42,6 +42,7 @@ class Planner {
                                        int pref_level) const;
   bool Search(const Request& r, int scope, int top_level, std::vector<MemberPlacement>* out,
               int* chosen) const;
+  int SearchOneNode(const Request& r, int scope, long need_gpus) const;
   int UnitCap(const Request& r, int domain) const;
   bool Better(const Request& r, int a, int b) const;
   void Assign(const Request& r, int domain, int units, bool slice_units,

@@ -168,7 +168,8 @@ absl::StatusOr<Cluster> Cluster::Build(const ClusterSpec& spec, const TopologyCo
   c.cordoned_.assign(num_nodes, 0);
   c.node_free_healthy_.assign(num_nodes, 0);
   c.domain_free_.assign(static_cast<size_t>(c.num_domains()) * c.num_skus(), 0);
-  c.hist_.assign(static_cast<size_t>(c.num_domains()) * c.num_skus() * (c.max_gpus_per_node_ + 1), 0);
+  c.hist_.assign(static_cast<size_t>(c.num_domains()) * c.num_skus() * (c.max_gpus_per_node_ + 1),
+                 0);
   for (int n = 0; n < num_nodes; ++n) {
     const NodeInfo& info = c.nodes_[n];
     c.node_free_healthy_[n] = info.gpus;
@@ -188,7 +189,8 @@ int Cluster::LevelByName(absl::string_view name) const {
 }
 
 int Cluster::AncestorAt(int domain_id, int level) const {
-  while (domain_id >= 0 && domains_[domain_id].level > level) domain_id = domains_[domain_id].parent;
+  while (domain_id >= 0 && domains_[domain_id].level > level)
+    domain_id = domains_[domain_id].parent;
   return domain_id;
 }
 
@@ -223,13 +225,22 @@ int Cluster::FreeHealthy(int domain_id, int sku) const {
   return total;
 }
 
+int Cluster::NodesWithFree(int domain_id, int sku, int k) const {
+  if (k < 0 || k > max_gpus_per_node_) return 0;
+  if (sku != kAnySku) return hist_[HistIndex(domain_id, sku, k)];
+  int total = 0;
+  for (int s = 0; s < num_skus(); ++s) total += hist_[HistIndex(domain_id, s, k)];
+  return total;
+}
+
 int Cluster::MemberCapacity(int domain_id, int sku, int gpus_per_member) const {
   if (gpus_per_member <= 0 || gpus_per_member > max_gpus_per_node_) return 0;
   int total = 0;
   int s_begin = sku == kAnySku ? 0 : sku, s_end = sku == kAnySku ? num_skus() : sku + 1;
   for (int s = s_begin; s < s_end; ++s) {
     const int* h = &hist_[HistIndex(domain_id, s, 0)];
-    for (int k = gpus_per_member; k <= max_gpus_per_node_; ++k) total += h[k] * (k / gpus_per_member);
+    for (int k = gpus_per_member; k <= max_gpus_per_node_; ++k)
+      total += h[k] * (k / gpus_per_member);
   }
   return total;
 }
@@ -251,15 +262,19 @@ void Cluster::RefreshNode(int node) {
 absl::Status Cluster::Allocate(std::span<const int> gpus, bool require_healthy) {
   absl::flat_hash_set<int> seen;
   for (int g : gpus) {
-    if (g < 0 || g >= num_gpus()) return absl::OutOfRangeError(absl::StrCat("GPU index ", g, " out of range"));
-    if (!seen.insert(g).second) return absl::InvalidArgumentError(absl::StrCat("GPU ", g, " listed twice"));
+    if (g < 0 || g >= num_gpus())
+      return absl::OutOfRangeError(absl::StrCat("GPU index ", g, " out of range"));
+    if (!seen.insert(g).second)
+      return absl::InvalidArgumentError(absl::StrCat("GPU ", g, " listed twice"));
     if (!free_.Test(g)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "GPU ", g - nodes_[gpu_node_[g]].gpu_begin, " of node ", nodes_[gpu_node_[g]].name, " is already in use"));
+      return absl::FailedPreconditionError(absl::StrCat("GPU ", g - nodes_[gpu_node_[g]].gpu_begin,
+                                                        " of node ", nodes_[gpu_node_[g]].name,
+                                                        " is already in use"));
     }
     if (require_healthy && !healthy_.Test(g)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "GPU ", g - nodes_[gpu_node_[g]].gpu_begin, " of node ", nodes_[gpu_node_[g]].name, " is unhealthy"));
+      return absl::FailedPreconditionError(absl::StrCat("GPU ", g - nodes_[gpu_node_[g]].gpu_begin,
+                                                        " of node ", nodes_[gpu_node_[g]].name,
+                                                        " is unhealthy"));
     }
   }
   for (int g : gpus) free_.Clear(g);
@@ -270,11 +285,14 @@ absl::Status Cluster::Allocate(std::span<const int> gpus, bool require_healthy) 
 absl::Status Cluster::Release(std::span<const int> gpus) {
   absl::flat_hash_set<int> seen;
   for (int g : gpus) {
-    if (g < 0 || g >= num_gpus()) return absl::OutOfRangeError(absl::StrCat("GPU index ", g, " out of range"));
-    if (!seen.insert(g).second) return absl::InvalidArgumentError(absl::StrCat("GPU ", g, " listed twice"));
+    if (g < 0 || g >= num_gpus())
+      return absl::OutOfRangeError(absl::StrCat("GPU index ", g, " out of range"));
+    if (!seen.insert(g).second)
+      return absl::InvalidArgumentError(absl::StrCat("GPU ", g, " listed twice"));
     if (free_.Test(g)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "GPU ", g - nodes_[gpu_node_[g]].gpu_begin, " of node ", nodes_[gpu_node_[g]].name, " is not in use"));
+      return absl::FailedPreconditionError(absl::StrCat("GPU ", g - nodes_[gpu_node_[g]].gpu_begin,
+                                                        " of node ", nodes_[gpu_node_[g]].name,
+                                                        " is not in use"));
     }
   }
   for (int g : gpus) free_.Set(g);
@@ -327,8 +345,8 @@ absl::Status Cluster::CheckInvariants() const {
       count += free_.Test(g) && healthy_.Test(g);
     }
     if (count != node_free_healthy_[n]) {
-      return absl::InternalError(absl::StrCat("node ", info.name, " counter ", node_free_healthy_[n],
-                                              " != recount ", count));
+      return absl::InternalError(absl::StrCat("node ", info.name, " counter ",
+                                              node_free_healthy_[n], " != recount ", count));
     }
     for (int d = NodeDomain(n); d >= 0; d = domains_[d].parent) {
       free[d * num_skus() + info.sku] += count;

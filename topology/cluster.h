@@ -10,12 +10,12 @@
 
 #include <span>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "topology/bitmask.h"
 #include "topology/cluster_spec.h"
 #include "topology/topology_config.h"
@@ -89,6 +89,8 @@ class Cluster {
   bool IsUsable(int gpu) const { return free_.Test(gpu) && healthy_.Test(gpu); }
   int FreeHealthy(int domain_id, int sku = kAnySku) const;
   int NodeFreeHealthy(int node) const { return node_free_healthy_[node]; }
+  // Nodes in the domain with exactly k free healthy GPUs (of `sku`, or any).
+  int NodesWithFree(int domain_id, int sku, int k) const;
   // Members of `gpus_per_member` GPUs (each on a single node) that fit in the domain right now.
   int MemberCapacity(int domain_id, int sku, int gpus_per_member) const;
   const BitMask& free_mask() const { return free_; }

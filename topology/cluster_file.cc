@@ -1,6 +1,5 @@
 #include "topology/cluster_file.h"
 
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -22,7 +21,8 @@ absl::Status ParseExplicit(const YAML::Node& nodes, absl::string_view source, Cl
   for (size_t i = 0; i < nodes.size(); ++i) {
     const YAML::Node n = nodes[i];
     std::string ctx = absl::StrCat("nodes[", i, "]");
-    if (absl::Status s = YamlCheckKeys(n, source, {"name", "gpus", "sku", "labels"}, ctx); !s.ok()) {
+    if (absl::Status s = YamlCheckKeys(n, source, {"name", "gpus", "sku", "labels"}, ctx);
+        !s.ok()) {
       return s;
     }
     NodeSpec node;
@@ -43,10 +43,12 @@ absl::Status ParseExplicit(const YAML::Node& nodes, absl::string_view source, Cl
     node.sku = *sku;
     YAML::Node labels = n["labels"];
     if (labels.IsDefined() && !labels.IsNull()) {
-      if (!labels.IsMap()) return Bad(source, labels, absl::StrCat(ctx, ".labels: expected a mapping"));
+      if (!labels.IsMap())
+        return Bad(source, labels, absl::StrCat(ctx, ".labels: expected a mapping"));
       for (const auto& kv : labels) {
         if (!kv.first.IsScalar() || !kv.second.IsScalar()) {
-          return Bad(source, kv.first, absl::StrCat(ctx, ".labels: keys and values must be strings"));
+          return Bad(source, kv.first,
+                     absl::StrCat(ctx, ".labels: keys and values must be strings"));
         }
         node.labels[kv.first.Scalar()] = kv.second.Scalar();
       }
@@ -57,11 +59,11 @@ absl::Status ParseExplicit(const YAML::Node& nodes, absl::string_view source, Cl
 }
 
 absl::Status ParseGenerate(const YAML::Node& g, absl::string_view source, ClusterSpec* spec) {
-  if (absl::Status s = YamlCheckKeys(
-          g, source,
-          {"zones", "spines_per_zone", "leaves_per_spine", "nodes_per_leaf", "gpus_per_node",
-           "nvlink_domain_nodes", "skus", "node_prefix", "labels"},
-          "generate");
+  if (absl::Status s =
+          YamlCheckKeys(g, source,
+                        {"zones", "spines_per_zone", "leaves_per_spine", "nodes_per_leaf",
+                         "gpus_per_node", "nvlink_domain_nodes", "skus", "node_prefix", "labels"},
+                        "generate");
       !s.ok()) {
     return s;
   }
@@ -99,7 +101,8 @@ absl::Status ParseGenerate(const YAML::Node& g, absl::string_view source, Cluste
   std::string leaf_label = "network.topology.nvidia.com/leaf";
   std::string nvl_label = "network.topology.nvidia.com/accelerator";
   if (YAML::Node l = g["labels"]; l.IsDefined() && !l.IsNull()) {
-    if (absl::Status s = YamlCheckKeys(l, source, {"zone", "spine", "leaf", "nvlink"}, "generate.labels");
+    if (absl::Status s =
+            YamlCheckKeys(l, source, {"zone", "spine", "leaf", "nvlink"}, "generate.labels");
         !s.ok()) {
       return s;
     }
@@ -141,9 +144,10 @@ absl::Status ParseGenerate(const YAML::Node& g, absl::string_view source, Cluste
 absl::StatusOr<ClusterSpec> ParseClusterFile(absl::string_view text, absl::string_view source) {
   auto root = YamlParse(text, source);
   if (!root.ok()) return root.status();
-  if (!root->IsMap()) return Bad(source, *root, "cluster file: expected a mapping at the top level");
-  if (absl::Status s = YamlCheckKeys(*root, source, {"name", "topology", "nodes", "generate"},
-                                     "cluster file");
+  if (!root->IsMap())
+    return Bad(source, *root, "cluster file: expected a mapping at the top level");
+  if (absl::Status s =
+          YamlCheckKeys(*root, source, {"name", "topology", "nodes", "generate"}, "cluster file");
       !s.ok()) {
     return s;
   }
@@ -163,7 +167,8 @@ absl::StatusOr<ClusterSpec> ParseClusterFile(absl::string_view text, absl::strin
   if (has_nodes == has_gen) {
     return Bad(source, *root, "cluster file: give exactly one of 'nodes' or 'generate'");
   }
-  absl::Status s = has_nodes ? ParseExplicit(nodes, source, &spec) : ParseGenerate(gen, source, &spec);
+  absl::Status s =
+      has_nodes ? ParseExplicit(nodes, source, &spec) : ParseGenerate(gen, source, &spec);
   if (!s.ok()) return s;
   if (absl::Status v = ValidateClusterSpec(spec); !v.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(source, ": ", v.message()));

@@ -4,9 +4,8 @@
 // Either may carry a `topology:` section (see topology_config.h).
 #pragma once
 
-#include "absl/strings/string_view.h"
-
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "topology/cluster_spec.h"
 
 namespace topogang {

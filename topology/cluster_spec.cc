@@ -21,8 +21,8 @@ absl::Status ValidateClusterSpec(const ClusterSpec& spec) {
       return absl::InvalidArgumentError(absl::StrCat("duplicate node name '", n.name, "'"));
     }
     if (n.gpus < 0 || n.gpus > kMaxGpusPerNode) {
-      return absl::InvalidArgumentError(absl::StrCat("node '", n.name, "': gpus must be 0..",
-                                                     kMaxGpusPerNode, ", got ", n.gpus));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node '", n.name, "': gpus must be 0..", kMaxGpusPerNode, ", got ", n.gpus));
     }
   }
   return absl::OkStatus();

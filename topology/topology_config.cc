@@ -45,16 +45,16 @@ absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name) {
                Tier("nvlink", "nvidia.com/gpu.clique", 14400, 1, true)};
     c.node_bandwidth_gbps = 14400;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown topology preset '", name,
-                                                   "' (known: ", absl::StrJoin(PresetNames(), ", "),
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown topology preset '", name, "' (known: ", absl::StrJoin(PresetNames(), ", "), ")"));
   }
   return c;
 }
 
 absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
                                                    absl::string_view source) {
-  if (absl::Status s = YamlCheckKeys(node, source, {"preset", "node_bandwidth_gbps", "cluster_bandwidth_gbps",
+  if (absl::Status s = YamlCheckKeys(node, source,
+                                     {"preset", "node_bandwidth_gbps", "cluster_bandwidth_gbps",
                                       "cluster_oversubscription", "tiers"},
                                      "topology");
       !s.ok()) {
@@ -67,11 +67,12 @@ absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
     return absl::InvalidArgumentError(
         absl::StrCat(YamlWhere(source, node["preset"]), ": ", config.status().message()));
   }
-  auto node_bw = YamlDouble(node, "node_bandwidth_gbps", source, 1, 1e6, config->node_bandwidth_gbps);
+  auto node_bw =
+      YamlDouble(node, "node_bandwidth_gbps", source, 1, 1e6, config->node_bandwidth_gbps);
   if (!node_bw.ok()) return node_bw.status();
   config->node_bandwidth_gbps = *node_bw;
-  auto cluster_bw =
-      YamlDouble(node, "cluster_bandwidth_gbps", source, 0.001, 1e6, config->cluster_bandwidth_gbps);
+  auto cluster_bw = YamlDouble(node, "cluster_bandwidth_gbps", source, 0.001, 1e6,
+                               config->cluster_bandwidth_gbps);
   if (!cluster_bw.ok()) return cluster_bw.status();
   config->cluster_bandwidth_gbps = *cluster_bw;
   auto cluster_over = YamlDouble(node, "cluster_oversubscription", source, 1, 1000,

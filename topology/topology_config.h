@@ -3,13 +3,13 @@
 // domain); the node itself is always the implicit last tier.
 #pragma once
 
-#include <string>
-#include "absl/strings/string_view.h"
-#include <vector>
-
 #include <yaml-cpp/yaml.h>
 
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace topogang {
 
@@ -48,6 +48,7 @@ std::vector<std::string> PresetNames();
 // Parses a `topology:` mapping (preset, node_bandwidth_gbps, cluster_bandwidth_gbps,
 // cluster_oversubscription, tiers). `source` names the file in
 // error messages.
-absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node, absl::string_view source);
+absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
+                                                   absl::string_view source);
 
 }  // namespace topogang

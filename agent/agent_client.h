@@ -1,0 +1,73 @@
+// The agent's connection to topogangd: Register, then one ReportHealth stream carrying
+// heartbeats at the interval the daemon asks for and every GPU event as it happens. On any
+// failure it reconnects with exponential backoff (with jitter) and registers again, so it
+// survives daemon restarts; events raised while disconnected are queued and sent afterwards.
+#pragma once
+
+#include <grpcpp/channel.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "agent/gpu_source.h"
+
+namespace topogang::agent {
+
+struct AgentOptions {
+  std::string server;  // host:port
+  std::string node;
+  std::string token;  // sent as "authorization: Bearer TOKEN" when set
+  // TLS: ca_file set = TLS, verifying the daemon against it; cert+key = client certificate.
+  std::string ca_file, cert_file, key_file;
+  std::string tls_server_name;  // overrides the name checked in the daemon's certificate
+  absl::Duration min_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(30);
+  std::string version = "topogang-agent/0.1.0";
+  std::function<void(const std::string&)> log;  // default: stderr
+};
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeAgentChannel(const AgentOptions& o);
+
+class AgentClient {
+ public:
+  AgentClient(AgentOptions options, GpuSource& source);
+  ~AgentClient();
+
+  // Starts the event pump and the connection loop threads.
+  void Start();
+  // Stops both and returns when they have ended.
+  void Stop();
+
+  int64_t registrations() const { return registrations_.load(); }
+  int64_t acks() const { return acks_.load(); }
+  int64_t events_sent() const { return events_sent_.load(); }
+  // The last session error ("" when none yet).
+  std::string last_error() const;
+
+ private:
+  void ConnectLoop();
+  void PumpEvents();
+  // One Register + stream; returns why it ended.
+  absl::Status Session(const std::shared_ptr<grpc::Channel>& channel, bool* registered);
+  void Log(const std::string& line);
+
+  AgentOptions options_;
+  GpuSource& source_;
+  std::thread connect_thread_, pump_thread_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<GpuEventInfo> pending_;
+  std::string last_error_;
+  std::atomic<int64_t> registrations_{0}, acks_{0}, events_sent_{0};
+};
+
+}  // namespace topogang::agent

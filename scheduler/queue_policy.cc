@@ -1,0 +1,147 @@
+#include "scheduler/queue_policy.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace topogang {
+namespace {
+
+// Members of `g` GPUs each the domain could hold once everything on its healthy nodes of `sku`
+// finished: whether holding GPUs there can ever work.
+int PotentialMembers(const Cluster& c, int domain, int sku, int g) {
+  const Domain& d = c.domain(domain);
+  int total = 0;
+  for (int n = d.node_begin; n < d.node_end; ++n) {
+    if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
+    int healthy = 0;
+    for (int i = 0; i < c.node(n).gpus; ++i) healthy += !c.GpuFaulty(c.node(n).gpu_begin + i);
+    total += healthy / g;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::string GangQueue::HoldName(absl::string_view gang) { return absl::StrCat("hold/", gang); }
+
+absl::Status GangQueue::Enqueue(const GangSpec& gang, absl::Time now) {
+  if (Contains(gang.name)) {
+    return absl::AlreadyExistsError(absl::StrCat("gang '", gang.name, "' is already waiting"));
+  }
+  waiting_.push_back(Entry{gang, now, -1});
+  return absl::OkStatus();
+}
+
+bool GangQueue::Contains(absl::string_view name) const {
+  return std::any_of(waiting_.begin(), waiting_.end(),
+                     [&](const Entry& e) { return e.spec.name == name; });
+}
+
+bool GangQueue::Remove(GangScheduler& sched, absl::string_view name) {
+  auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                         [&](const Entry& e) { return e.spec.name == name; });
+  if (it == waiting_.end()) return false;
+  DropHold(sched, *it);
+  waiting_.erase(it);
+  return true;
+}
+
+void GangQueue::DropHold(GangScheduler& sched, const Entry& e) {
+  std::string hold = HoldName(e.spec.name);
+  if (sched.Find(hold)) (void)sched.Release(hold);
+}
+
+int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) const {
+  const Cluster& c = sched.cluster();
+  int top = gang.required_tier.empty() ? 0 : std::max(0, c.LevelByName(gang.required_tier));
+  int sku = gang.sku.empty() ? kAnySku : c.FindSku(gang.sku);
+  if (!gang.sku.empty() && sku < 0) return -1;
+  for (int level = c.node_level(); level >= top; --level) {
+    if (c.MaxDomainGpus(level) < gang.total_gpus()) continue;
+    int best = -1, best_cap = -1, best_free = -1;
+    for (int d = c.LevelBegin(level); d < c.LevelEnd(level); ++d) {
+      if (PotentialMembers(c, d, sku, gang.gpus_per_member) < gang.members) continue;
+      int cap = c.MemberCapacity(d, sku, gang.gpus_per_member);
+      int free = c.FreeHealthy(d, sku);
+      if (cap > best_cap || (cap == best_cap && free > best_free)) {
+        best = d, best_cap = cap, best_free = free;
+      }
+    }
+    if (best >= 0) return best;
+  }
+  return -1;
+}
+
+bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
+  const Cluster& c = sched.cluster();
+  const GangSpec& g = e.spec;
+  int sku = g.sku.empty() ? kAnySku : c.FindSku(g.sku);
+  if (e.hold_domain < 0 || PotentialMembers(c, e.hold_domain, sku, g.gpus_per_member) < g.members) {
+    e.hold_domain = PickHoldDomain(sched, g);
+  }
+  if (e.hold_domain < 0)
+    return false;  // can never fit (too big, or drained): nothing worth holding
+  // Claim the nodes closest to being free, enough to hold the gang once they are; hold every
+  // free GPU on them now. GPUs freed later on claimed nodes are held on the next Schedule().
+  const Domain& d = c.domain(e.hold_domain);
+  std::vector<std::pair<int, int>> nodes;  // (-free, node)
+  for (int n = d.node_begin; n < d.node_end; ++n) {
+    if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
+    if (c.node(n).gpus < g.gpus_per_member) continue;
+    nodes.emplace_back(-c.NodeFreeHealthy(n), n);
+  }
+  std::sort(nodes.begin(), nodes.end());
+  Placement hold;
+  int members = 0;
+  const int claim =
+      std::max(g.members, static_cast<int>(g.members * options_.claim_factor + 0.999));
+  for (auto [neg_free, n] : nodes) {
+    if (members >= claim) break;
+    members += c.node(n).gpus / g.gpus_per_member;
+    MemberPlacement mp{n, {}};
+    for (int i = 0; i < c.node(n).gpus; ++i) {
+      int gpu = c.node(n).gpu_begin + i;
+      if (c.IsUsable(gpu)) mp.gpus.push_back(gpu);
+    }
+    if (!mp.gpus.empty()) hold.members.push_back(std::move(mp));
+  }
+  if (!hold.members.empty()) {
+    GangSpec spec;
+    spec.name = HoldName(g.name);
+    spec.members = static_cast<int>(hold.members.size());
+    (void)sched.Adopt(spec, std::move(hold), GangState::kHeld, now);
+  }
+  return true;  // the claim stands even when nothing is free yet
+}
+
+std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now) {
+  std::stable_sort(waiting_.begin(), waiting_.end(), [](const Entry& a, const Entry& b) {
+    if (a.spec.priority != b.spec.priority) return a.spec.priority > b.spec.priority;
+    return a.enqueued < b.enqueued;
+  });
+  std::vector<std::string> started;
+  int holds = 0;
+  for (size_t i = 0; i < waiting_.size();) {
+    Entry& e = waiting_[i];
+    DropHold(sched, e);
+    auto r = sched.Reserve(e.spec, now);
+    if (r.ok()) {
+      started.push_back(e.spec.name);
+      waiting_.erase(waiting_.begin() + static_cast<long>(i));
+      continue;
+    }
+    bool starved = now - e.enqueued >= options_.starvation_threshold &&
+                   e.spec.total_gpus() >= options_.hold_min_gpus &&
+                   r.status().code() == absl::StatusCode::kResourceExhausted;
+    if (starved && holds < options_.max_holds && GrowHold(sched, e, now)) {
+      ++holds;
+    } else {
+      e.hold_domain = -1;
+    }
+    ++i;
+  }
+  return started;
+}
+
+}  // namespace topogang

@@ -1,0 +1,155 @@
+#include "scheduler/gang_scheduler.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "scheduler/clock.h"
+#include "tests/test_util.h"
+
+namespace topogang {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeCluster;
+
+GangSpec Gang(std::string name, int members, int gpus) {
+  GangSpec g;
+  g.name = std::move(name);
+  g.members = members;
+  g.gpus_per_member = gpus;
+  return g;
+}
+
+TEST(GangScheduler, ReserveCommitRelease) {
+  GangScheduler s(MakeCluster(1, 1, 2, 4, 8));
+  FakeClock clock;
+  auto r = s.Reserve(Gang("a", 4, 8), clock.Now());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->state, GangState::kReserved);
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 32);
+  EXPECT_THAT(s.Reserve(Gang("a", 1, 1), clock.Now()).status().message(),
+              HasSubstr("already holds GPUs"));
+  ASSERT_TRUE(s.Commit("a").ok());
+  EXPECT_EQ(s.Find("a")->state, GangState::kRunning);
+  ASSERT_TRUE(s.Release("a").ok());
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 64);
+  EXPECT_EQ(s.Release("a").code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(GangScheduler, NoFitReservesNothing) {
+  GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+  BitMask before = s.cluster().free_mask();
+  EXPECT_FALSE(s.Reserve(Gang("big", 3, 8), absl::UnixEpoch()).ok());
+  EXPECT_EQ(s.cluster().free_mask(), before);
+  EXPECT_TRUE(s.gangs().empty());
+}
+
+TEST(GangScheduler, ReservationsExpireByInjectedClock) {
+  GangScheduler s(MakeCluster(1, 1, 1, 2, 8), SchedulerOptions{absl::Seconds(30)});
+  FakeClock clock;
+  ASSERT_TRUE(s.Reserve(Gang("a", 1, 8), clock.Now()).ok());
+  ASSERT_TRUE(s.Reserve(Gang("b", 1, 8), clock.Now()).ok());
+  ASSERT_TRUE(s.Commit("b").ok());
+  clock.Advance(absl::Seconds(29));
+  EXPECT_TRUE(s.ExpireReservations(clock.Now()).empty());
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(s.ExpireReservations(clock.Now()), std::vector<std::string>{"a"});
+  EXPECT_EQ(s.Find("a"), nullptr);
+  EXPECT_NE(s.Find("b"), nullptr) << "running gangs never expire";
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 8);
+}
+
+TEST(GangScheduler, CordonReplansPendingReservation) {
+  GangScheduler s(MakeCluster(1, 1, 2, 4, 8));
+  absl::Time t = absl::UnixEpoch();
+  ASSERT_TRUE(s.Reserve(Gang("a", 2, 8), t).ok());
+  int victim = s.Find("a")->placement.members[0].node;
+  auto events = s.SetNodeCordoned(victim, true, t + absl::Seconds(1));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, ReplanEvent::Kind::kReplanned);
+  for (int n : s.Find("a")->placement.Nodes()) EXPECT_NE(n, victim);
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 64 - 16 - 8);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(GangScheduler, ReservationDroppedWhenNoLongerFits) {
+  GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+  absl::Time t = absl::UnixEpoch();
+  ASSERT_TRUE(s.Reserve(Gang("a", 2, 8), t).ok());
+  auto events = s.SetGpuFaulty(3, true, t);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, ReplanEvent::Kind::kDropped);
+  EXPECT_EQ(s.Find("a"), nullptr);
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 15);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+// Several nodes of a running gang fail at once: only the lost members move, and they stay in the
+// gang's leaf when it has room, else its spine.
+TEST(GangScheduler, ReplacementMovesOnlyLostMembersAndKeepsLocality) {
+  SchedulerOptions opts;
+  opts.auto_apply_replacements = true;
+  GangScheduler s(MakeCluster(1, 2, 2, 8, 8), opts);  // leaves of 8 nodes
+  absl::Time t = absl::UnixEpoch();
+  ASSERT_TRUE(s.Reserve(Gang("a", 5, 8), t).ok());
+  ASSERT_TRUE(s.Commit("a").ok());
+  const Cluster& c = s.cluster();
+  Placement before = s.Find("a")->placement;
+  EXPECT_EQ(c.LevelName(before.level), "leaf");
+  int lost_a = before.members[1].node, lost_b = before.members[3].node;
+  s.SetNodeCordoned(lost_a, true, t);
+  auto events = s.SetNodeCordoned(lost_b, true, t);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, ReplanEvent::Kind::kReplacementApplied);
+  const Placement& after = s.Find("a")->placement;
+  EXPECT_EQ(after.members[0].node, before.members[0].node);
+  EXPECT_EQ(after.members[2].node, before.members[2].node);
+  EXPECT_EQ(after.members[4].node, before.members[4].node);
+  EXPECT_NE(after.members[1].node, lost_a);
+  EXPECT_NE(after.members[3].node, lost_b);
+  EXPECT_EQ(c.LevelName(after.level), "leaf") << "replacement left the leaf";
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(GangScheduler, ReplacementProposedWithoutApplyingByDefault) {
+  GangScheduler s(MakeCluster(1, 1, 2, 4, 8));
+  absl::Time t = absl::UnixEpoch();
+  ASSERT_TRUE(s.Reserve(Gang("a", 4, 8), t).ok());
+  ASSERT_TRUE(s.Commit("a").ok());
+  Placement before = s.Find("a")->placement;
+  int gpu = before.members[2].gpus[0];
+  auto events = s.SetGpuFaulty(gpu, true, t);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, ReplanEvent::Kind::kReplacementProposed);
+  EXPECT_EQ(events[0].lost_members, std::vector<int>{2});
+  ASSERT_EQ(events[0].replacement.size(), 1u);
+  EXPECT_EQ(s.Find("a")->placement.Gpus(), before.Gpus()) << "proposal must not move anything";
+  // Full leaf: the replacement has to go to the other leaf.
+  EXPECT_NE(s.cluster().AncestorAt(s.cluster().NodeDomain(events[0].replacement[0].node), 3),
+            before.domain);
+  ASSERT_TRUE(s.ApplyReplacement("a", events[0].lost_members, events[0].replacement).ok());
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(GangScheduler, AdoptRecordsRunningPodsEvenOnBadNodes) {
+  GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+  absl::Time t = absl::UnixEpoch();
+  s.SetNodeCordoned(0, true, t);
+  Placement p;
+  p.members = {MemberPlacement{0, {0, 1}}};
+  GangSpec g = Gang("running", 1, 2);
+  EXPECT_FALSE(s.Adopt(g, p, GangState::kRunning, t).ok());
+  EXPECT_TRUE(s.Adopt(g, p, GangState::kRunning, t, /*require_healthy=*/false).ok());
+  EXPECT_FALSE(s.cluster().IsFree(0));
+  Placement clash;
+  clash.members = {MemberPlacement{0, {1, 2}}};
+  EXPECT_FALSE(s.Adopt(Gang("other", 1, 2), clash, GangState::kRunning, t, false).ok());
+  EXPECT_TRUE(s.cluster().IsFree(2)) << "failed adopt must not leak GPU 2";
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+}  // namespace
+}  // namespace topogang

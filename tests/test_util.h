@@ -1,0 +1,43 @@
+// Shared helpers for topogang tests: small generated clusters and repo paths.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "topology/cluster.h"
+#include "topology/cluster_file.h"
+
+namespace topogang::testing {
+
+// Paths baked in at build time (tests/CMakeLists.txt); the environment may override them.
+inline std::string SourceDir() {
+  const char* d = std::getenv("TOPOGANG_SOURCE_DIR");
+  return d ? d : TOPOGANG_SOURCE_DIR;
+}
+
+inline std::string BinDir() {
+  const char* d = std::getenv("TOPOGANG_BIN_DIR");
+  return d ? d : TOPOGANG_BIN_DIR;
+}
+
+// A generated cluster: zones x spines x leaves x nodes x gpus (Topograph labels, one SKU unless
+// `skus` lists several, e.g. "[H100, A100]").
+inline Cluster MakeCluster(int zones, int spines, int leaves, int nodes, int gpus,
+                           const std::string& skus = "[H100]", int nvlink_nodes = 0,
+                           const std::string& topology = "") {
+  std::string text = absl::StrCat(topology, "generate: {zones: ", zones,
+                                  ", spines_per_zone: ", spines, ", leaves_per_spine: ", leaves,
+                                  ", nodes_per_leaf: ", nodes, ", gpus_per_node: ", gpus,
+                                  ", skus: ", skus, ", nvlink_domain_nodes: ", nvlink_nodes, "}\n");
+  auto spec = ParseClusterFile(text, "test.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  TopologyConfig topo = spec->topology ? *spec->topology : *PresetTopology("topograph");
+  auto c = Cluster::Build(*spec, topo);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
+}  // namespace topogang::testing

@@ -1,0 +1,60 @@
+#include "topology/topology_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "common/yaml_util.h"
+
+namespace topogang {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<TopologyConfig> Parse(const std::string& text) {
+  auto n = YamlParse(text, "cfg.yaml");
+  if (!n.ok()) return n.status();
+  return ParseTopologyConfig(*n, "cfg.yaml");
+}
+
+TEST(TopologyConfig, PresetsUseRealLabels) {
+  EXPECT_EQ(PresetTopology("topograph")->tiers[2].label, "network.topology.nvidia.com/leaf");
+  EXPECT_EQ(PresetTopology("aws")->tiers[0].label, "topology.k8s.aws/network-node-layer-1");
+  EXPECT_EQ(PresetTopology("gke")->tiers[0].label, "cloud.google.com/gce-topology-block");
+  EXPECT_EQ(PresetTopology("gb200")->tiers.back().label, "nvidia.com/gpu.clique");
+  EXPECT_FALSE(PresetTopology("slurm").ok());
+}
+
+TEST(TopologyConfig, CustomTiersReplacePreset) {
+  auto c = Parse(R"(
+preset: aws
+node_bandwidth_gbps: 3600
+cluster_oversubscription: 7
+tiers:
+  - {name: spine, label: my/spine, bandwidth_gbps: 200, oversubscription: 2}
+  - {name: rack, label: my/rack, optional: true}
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->tiers.size(), 2u);
+  EXPECT_EQ(c->tiers[0].oversubscription, 2);
+  EXPECT_TRUE(c->tiers[1].optional);
+  EXPECT_EQ(c->tiers[1].bandwidth_gbps, 400);
+  EXPECT_EQ(c->node_bandwidth_gbps, 3600);
+  EXPECT_EQ(c->cluster_oversubscription, 7);
+}
+
+TEST(TopologyConfig, BadInputsAreClearErrors) {
+  EXPECT_THAT(Parse("tiers: [{name: node, label: x}]").status().message(), HasSubstr("'node'"));
+  EXPECT_THAT(Parse("tiers: [{name: a, label: x}, {name: a, label: y}]").status().message(),
+              HasSubstr("duplicate tier name 'a'"));
+  EXPECT_THAT(Parse("tiers: [{name: a, label: x}, {name: b, label: x}]").status().message(),
+              HasSubstr("duplicate tier label"));
+  EXPECT_THAT(Parse("tiers: [{name: a, label: x, oversubscription: 0.5}]").status().message(),
+              HasSubstr("oversubscription: must be between 1"));
+  EXPECT_THAT(Parse("tiers: [{name: a, label: x, bandwidth_gbps: nan}]").status().message(),
+              HasSubstr("expected a number"));
+  EXPECT_THAT(Parse("tiers: {a: 1}").status().message(), HasSubstr("expected a list"));
+  EXPECT_THAT(Parse("tier: []").status().message(), HasSubstr("unknown key 'tier'"));
+}
+
+}  // namespace
+}  // namespace topogang
