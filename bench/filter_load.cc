@@ -76,25 +76,29 @@ Json MakeNodeObject(const NodeInfo& n, const Cluster& c) {
   node["status"]["allocatable"]["nvidia.com/gpu"] = std::to_string(n.gpus);
   for (const char* t : {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}) {
     node["status"]["conditions"].push_back(
-        {{"type", t}, {"status", std::string(t) == "Ready" ? "True" : "False"},
-         {"lastHeartbeatTime", "2026-11-22T12:30:00Z"}, {"lastTransitionTime", "2026-11-22T12:23:58Z"},
-         {"reason", "KubeletReady"}, {"message", "kubelet is posting ready status"}});
+        {{"type", t},
+         {"status", std::string(t) == "Ready" ? "True" : "False"},
+         {"lastHeartbeatTime", "2026-11-22T12:30:00Z"},
+         {"lastTransitionTime", "2026-11-22T12:23:58Z"},
+         {"reason", "KubeletReady"},
+         {"message", "kubelet is posting ready status"}});
   }
   node["status"]["images"] = Json::array();
   for (int i = 0; i < 6; ++i) {
     node["status"]["images"].push_back(
-        {{"names", {absl::StrCat("nvcr.io/nvidia/image", i, "@sha256:", std::string(64, 'a')),
-                    absl::StrCat("nvcr.io/nvidia/image", i, ":24.01")}},
+        {{"names",
+          {absl::StrCat("nvcr.io/nvidia/image", i, "@sha256:", std::string(64, 'a')),
+           absl::StrCat("nvcr.io/nvidia/image", i, ":24.01")}},
          {"sizeBytes", 9876543210}});
   }
   return node;
 }
 
 int Main(int argc, char** argv) {
-  auto args = cli::ParseArgs(argc, argv, 1,
-                             {"cluster", "config", "mode", "names", "nodes", "requests",
-                              "concurrency", "warmup"},
-                             {"inproc"});
+  auto args = cli::ParseArgs(
+      argc, argv, 1,
+      {"cluster", "config", "mode", "names", "nodes", "requests", "concurrency", "warmup"},
+      {"inproc"});
   if (!args.ok()) {
     std::cerr << args.status().message() << "\n";
     return 2;
@@ -123,7 +127,8 @@ int Main(int argc, char** argv) {
   std::vector<std::string> candidates;
   const int want = mode == "nodelist" ? nodes : names;
   for (int i = 0; i < want && i < c.num_nodes(); ++i) {
-    candidates.push_back(c.node((static_cast<int64_t>(i) * c.num_nodes() / want) % c.num_nodes()).name);
+    candidates.push_back(
+        c.node((static_cast<int64_t>(i) * c.num_nodes() / want) % c.num_nodes()).name);
   }
   ExtenderArgs base;
   base.pod = BasePod();
@@ -239,7 +244,9 @@ int Main(int argc, char** argv) {
   std::vector<double> all;
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   std::sort(all.begin(), all.end());
-  auto pct = [&](double p) { return all.empty() ? 0.0 : all[std::min(all.size() - 1, size_t(p * all.size()))]; };
+  auto pct = [&](double p) {
+    return all.empty() ? 0.0 : all[std::min(all.size() - 1, size_t(p * all.size()))];
+  };
   std::printf("requests=%zu errors=%d elapsed=%.2fs throughput=%.0f req/s\n", all.size(),
               errors.load(), secs, all.size() / secs);
   std::printf("latency ms: p50=%.2f p90=%.2f p99=%.2f max=%.2f  avg reply=%lld bytes\n", pct(0.50),

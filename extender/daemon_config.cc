@@ -15,7 +15,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   if (absl::Status s = YamlCheckKeys(
           d, source,
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
-           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes"},
+           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes",
+           "starvation_threshold_seconds", "hold_min_gpus", "max_holds"},
           "daemon");
       !s.ok()) {
     return s;
@@ -41,6 +42,16 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                       static_cast<int64_t>(c.http.max_body_bytes));
   if (!body.ok()) return body.status();
   c.http.max_body_bytes = static_cast<size_t>(*body);
+  auto starve = YamlInt(d, "starvation_threshold_seconds", source, 1, 30 * 86400,
+                        absl::ToInt64Seconds(c.extender.queue.starvation_threshold));
+  if (!starve.ok()) return starve.status();
+  c.extender.queue.starvation_threshold = absl::Seconds(*starve);
+  auto hold_min = YamlInt(d, "hold_min_gpus", source, 1, 10000000, c.extender.queue.hold_min_gpus);
+  if (!hold_min.ok()) return hold_min.status();
+  c.extender.queue.hold_min_gpus = static_cast<int>(*hold_min);
+  auto holds = YamlInt(d, "max_holds", source, 0, 1000, c.extender.queue.max_holds);
+  if (!holds.ok()) return holds.status();
+  c.extender.queue.max_holds = static_cast<int>(*holds);
   if (c.extender.gpu_resource.empty() || c.http.filter_verb.empty() || c.http.bind_verb.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": daemon: verbs and gpu_resource must not be empty"));

@@ -8,6 +8,9 @@
 //     gpu_resource: nvidia.com/gpu
 //     bind_window_ms: 4000         # below kube-scheduler's extender httpTimeout (5s)
 //     max_body_bytes: 67108864
+//     starvation_threshold_seconds: 600   # then GPUs are held for the oldest large gang
+//     hold_min_gpus: 64                   # only gangs this large get holds
+//     max_holds: 1
 #pragma once
 
 #include <yaml-cpp/yaml.h>

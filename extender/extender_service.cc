@@ -104,7 +104,8 @@ ExtenderService::ExtenderService(DaemonState& state, Binder& binder, ExtenderOpt
     : state_(state),
       binder_(binder),
       options_(std::move(options)),
-      admission_(admission ? std::move(admission) : std::make_unique<DirectAdmission>()) {
+      admission_(admission ? std::move(admission)
+                           : std::make_unique<QueueAdmission>(options_.queue)) {
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
@@ -485,7 +486,6 @@ void ExtenderService::CompleteBarrier(const std::string& id) {
     e.barrier_deadline.reset();
     pending_.erase(id);
     state_.With([&](GangScheduler& s) { return s.Commit(id); }).IgnoreError();
-    admission_->Forget(id);
   }
   state_.Publish({0,
                   {},
@@ -550,16 +550,16 @@ void ExtenderService::DropEntryLocked(const std::string& id, const std::string& 
   if (release_core) {
     state_.With([&](GangScheduler& s) { return s.Release(id); }).IgnoreError();
   }
-  admission_->Forget(id);
 }
 
 void ExtenderService::SyncOneLocked(const std::string& id, FailList* fail) {
   if (!pending_.contains(id)) return;
   bool gone = state_.With([&](GangScheduler& s) { return s.Find(id) == nullptr; });
   if (!gone) return;
-  DropEntryLocked(id, absl::StrCat("topogang: the reservation of ", id,
-                                   " was dropped (nodes became unhealthy or it expired); the gang "
-                                   "will be scheduled again"),
+  DropEntryLocked(id,
+                  absl::StrCat("topogang: the reservation of ", id,
+                               " was dropped (nodes became unhealthy or it expired); the gang "
+                               "will be scheduled again"),
                   /*release_core=*/false, fail);
   state_.Publish({0, {}, "release", id, "", "reservation no longer held by the core"});
 }

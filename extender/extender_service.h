@@ -43,6 +43,8 @@ struct ExtenderOptions {
   absl::Duration bind_window = absl::Seconds(4);
   // How often the worker checks barrier windows and reservation TTLs.
   absl::Duration tick = absl::Milliseconds(100);
+  // Gang queue (backfill, holds for starved large gangs) used by the default admission.
+  QueueOptions queue;
 };
 
 // Something worth telling users about, turned into a Kubernetes Event in cluster mode.
@@ -118,7 +120,8 @@ class ExtenderService {
   // their held binds. Returns the callbacks to fail (called outside the lock).
   void SyncWithCoreLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
   // The same for one gang (the hot path touches only the gang it serves).
-  void SyncOneLocked(const std::string& id, std::vector<std::pair<BindCallback, std::string>>* fail);
+  void SyncOneLocked(const std::string& id,
+                     std::vector<std::pair<BindCallback, std::string>>* fail);
   void DropEntryLocked(const std::string& id, const std::string& why, bool release_core,
                        std::vector<std::pair<BindCallback, std::string>>* fail);
   std::vector<std::string> SlotNodesLocked(const std::string& id);

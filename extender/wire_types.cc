@@ -1,6 +1,7 @@
 #include "extender/wire_types.h"
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace topogang {
@@ -39,7 +40,6 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> StringMap(const
   }
   return out;
 }
-
 
 absl::StatusOr<std::map<std::string, Victims>> ParseVictimsMap(const Json& m, bool meta,
                                                                absl::string_view what) {
@@ -85,8 +85,11 @@ absl::StatusOr<std::map<std::string, Victims>> ParseVictimsMap(const Json& m, bo
 
 }  // namespace
 
-absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
-  auto j = ParseJson(body);
+namespace {
+
+// `fast_names`: NodeNames already read by the fast scanner (then absent from *j).
+absl::StatusOr<ExtenderArgs> ArgsFromJson(absl::StatusOr<Json> j,
+                                          std::optional<std::vector<std::string>> fast_names) {
   if (!j.ok()) return j.status();
   if (!j->is_object()) return NotObject("ExtenderArgs", *j);
   ExtenderArgs a;
@@ -98,7 +101,10 @@ absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
   if (!names.ok()) return names.status();
   auto nodes = JsonObject(*j, "Nodes", "ExtenderArgs.Nodes");
   if (!nodes.ok()) return nodes.status();
-  if (*names != nullptr) {
+  if (fast_names) {
+    a.names = std::move(*fast_names);
+    a.node_cache = true;
+  } else if (*names != nullptr) {
     auto v = StringArray(**names, "ExtenderArgs.NodeNames");
     if (!v.ok()) return v.status();
     a.names = std::move(*v);
@@ -127,6 +133,140 @@ absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
     return absl::InvalidArgumentError("ExtenderArgs: neither NodeNames nor Nodes is set");
   }
   return a;
+}
+
+// A scanner for the hot request shape: a top-level object whose NodeNames array holds thousands
+// of plain ASCII strings. Those are copied straight into a vector; every other member (the Pod,
+// a NodeList) is cut out and parsed by nlohmann. Anything unusual (escapes or non-ASCII in a
+// name, a non-string element, malformed structure) makes it give up, and the strict generic
+// parser handles the body and its error messages. nlohmann alone spends most of a 12,500-name
+// request building and copying DOM strings.
+class FastArgsScanner {
+ public:
+  explicit FastArgsScanner(absl::string_view s) : s_(s) {}
+
+  bool Run(Json* top, std::optional<std::vector<std::string>>* names) {
+    Ws();
+    if (!Eat('{')) return false;
+    *top = Json::object();
+    Ws();
+    if (Eat('}')) return End();
+    for (;;) {
+      Ws();
+      std::string key;
+      if (!PlainString(&key)) return false;
+      Ws();
+      if (!Eat(':')) return false;
+      Ws();
+      if (absl::EqualsIgnoreCase(key, "NodeNames") && Peek() == '[') {
+        std::vector<std::string> v;
+        if (!NameArray(&v)) return false;
+        if (names->has_value() || top->contains(key)) return false;  // duplicates: generic path
+        *names = std::move(v);
+      } else {
+        size_t begin = i_;
+        if (!SkipValue()) return false;
+        Json value = Json::parse(s_.begin() + begin, s_.begin() + i_, nullptr, false);
+        if (value.is_discarded() || top->contains(key)) return false;
+        (*top)[key] = std::move(value);
+      }
+      Ws();
+      if (Eat(',')) continue;
+      if (Eat('}')) return End();
+      return false;
+    }
+  }
+
+ private:
+  char Peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  bool Eat(char c) {
+    if (Peek() != c) return false;
+    ++i_;
+    return true;
+  }
+  void Ws() {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
+      ++i_;
+    }
+  }
+  bool End() {
+    Ws();
+    return i_ == s_.size();
+  }
+  // A string of printable ASCII without escapes.
+  bool PlainString(std::string* out) {
+    if (!Eat('"')) return false;
+    size_t start = i_;
+    for (; i_ < s_.size(); ++i_) {
+      unsigned char c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        out->assign(s_.data() + start, i_ - start);
+        ++i_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x7f) return false;
+    }
+    return false;
+  }
+  bool NameArray(std::vector<std::string>* out) {
+    if (!Eat('[')) return false;
+    Ws();
+    if (Eat(']')) return true;
+    out->reserve(s_.size() / 24);
+    for (;;) {
+      Ws();
+      std::string n;
+      if (!PlainString(&n)) return false;
+      out->push_back(std::move(n));
+      Ws();
+      if (Eat(',')) continue;
+      return Eat(']');
+    }
+  }
+  // Skips one value (nlohmann validates it afterwards).
+  bool SkipValue() {
+    int depth = 0;
+    do {
+      if (i_ >= s_.size()) return false;
+      char c = s_[i_];
+      if (c == '"') {
+        for (++i_; i_ < s_.size() && s_[i_] != '"'; ++i_) {
+          if (s_[i_] == '\\') ++i_;
+        }
+        if (i_ >= s_.size()) return false;
+        ++i_;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+        ++i_;
+      } else if (c == '}' || c == ']') {
+        if (--depth < 0) return false;
+        ++i_;
+      } else if (depth == 0) {
+        // A scalar at the top of this value: up to the next delimiter.
+        while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ']' && s_[i_] != ' ' &&
+               s_[i_] != '\n' && s_[i_] != '\r' && s_[i_] != '\t') {
+          ++i_;
+        }
+      } else {
+        ++i_;
+      }
+    } while (depth > 0);
+    return true;
+  }
+
+  absl::string_view s_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
+  Json top;
+  std::optional<std::vector<std::string>> names;
+  if (FastArgsScanner(body).Run(&top, &names))
+    return ArgsFromJson(std::move(top), std::move(names));
+  return ArgsFromJson(ParseJson(body), std::nullopt);
 }
 
 std::string SerializeExtenderArgs(const ExtenderArgs& a) {
@@ -162,7 +302,8 @@ std::string SerializeFilterResult(const ExtenderFilterResult& r) {
     }
     out.append("]");
   } else {
-    out.append(r.nodes.is_null() ? std::string(R"({"metadata":{},"items":[]})") : DumpJson(r.nodes));
+    out.append(r.nodes.is_null() ? std::string(R"({"metadata":{},"items":[]})")
+                                 : DumpJson(r.nodes));
     out.append(",\"NodeNames\":null");
   }
   auto map = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& v) {

@@ -3,10 +3,9 @@
 // bound pods, bindings through the binding subresource (201/409), Events, and a daemon restart
 // in the middle of a gang.
 #include <gtest/gtest.h>
-
-#include <cstdlib>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 

@@ -31,14 +31,16 @@ void ExpectCovers(const ExtenderArgs& args, const ExtenderFilterResult& r) {
 }
 
 struct Fixture {
-  explicit Fixture(int nodes = 100, absl::Duration window = absl::Seconds(10))
+  explicit Fixture(int nodes = 100, absl::Duration window = absl::Seconds(10),
+                   QueueOptions queue = {})
       : state(GangScheduler(TestCluster(nodes)), clock),
-        service(state, binder, Options(window)),
+        service(state, binder, Options(window, queue)),
         names(NodeNames(nodes)) {}
-  static ExtenderOptions Options(absl::Duration window) {
+  static ExtenderOptions Options(absl::Duration window, QueueOptions queue) {
     ExtenderOptions o;
     o.bind_window = window;
     o.tick = absl::Milliseconds(20);
+    o.queue = queue;
     return o;
   }
   // Filter, expecting exactly one passing node; returns it.
@@ -74,6 +76,15 @@ struct Fixture {
 };
 
 constexpr auto kWait = std::chrono::seconds(20);
+
+PodInfo Gone(const std::string& name) {
+  PodInfo p;
+  p.name = name;
+  p.namespace_ = "default";
+  p.uid = "uid-" + name;
+  p.phase = "Succeeded";
+  return p;
+}
 
 TEST(ServiceTest, PodWithoutGpuOrGangPassesEveryNode) {
   Fixture f;
@@ -316,6 +327,40 @@ TEST(ServiceTest, PreemptNeverSplitsARunningGang) {
     EXPECT_EQ(r.victims.at(ns).uids, std::vector<std::string>{"uid-solo"});
   }
   EXPECT_EQ(r.victims.count("gpu-node-007"), 1u);
+}
+
+TEST(ServiceTest, StarvedLargeGangGetsGpusHeldAgainstSmallOnes) {
+  QueueOptions q;
+  q.starvation_threshold = absl::Minutes(1);
+  q.hold_min_gpus = 16;
+  Fixture f(4, absl::Seconds(10), q);
+  // A small job runs on one node.
+  Json a = MakePod(GangPod("a", 1, 0, 8));
+  std::string na = f.FilterOne(a);
+  auto ba = f.Bind(a, na);
+  ASSERT_EQ(ba.wait_for(kWait), std::future_status::ready);
+  // The big gang needs the whole cluster: it waits.
+  Json b0 = MakePod(GangPod("big", 4, 0, 8));
+  ExtenderFilterResult r = f.service.Filter(MakeArgs(b0, f.names));
+  EXPECT_TRUE(r.node_names.empty());
+  // Before the threshold, small gangs backfill freely.
+  Json c = MakePod(GangPod("c", 1, 0, 8));
+  std::string nc = f.FilterOne(c);
+  auto bc = f.Bind(c, nc);
+  ASSERT_EQ(bc.wait_for(kWait), std::future_status::ready);
+  f.service.PodDeleted(Gone("c-0"));
+  // Past the threshold the big gang's GPUs are held: the next small gang is refused...
+  f.clock.Advance(absl::Minutes(2));
+  r = f.service.Filter(MakeArgs(b0, f.names));
+  EXPECT_TRUE(r.node_names.empty());
+  Json d = MakePod(GangPod("d", 1, 0, 8));
+  r = f.service.Filter(MakeArgs(d, f.names));
+  EXPECT_TRUE(r.node_names.empty()) << "GPUs held for the starved gang are not offered";
+  // ... and once the small running job ends, the big gang starts.
+  f.service.PodDeleted(Gone("a-0"));
+  std::set<std::string> nodes;
+  for (int i = 0; i < 4; ++i) nodes.insert(f.FilterOne(MakePod(GangPod("big", 4, i, 8))));
+  EXPECT_EQ(nodes.size(), 4u);
 }
 
 }  // namespace

@@ -105,6 +105,28 @@ TEST(WireTest, AcceptsLowercaseKeysNullsAndEscapes) {
   EXPECT_EQ(f->node_names, std::vector<std::string>{"a"});
 }
 
+TEST(WireTest, FastAndGenericParsingAgree) {
+  // Plain names take the fast scanner; escapes, non-ASCII and odd shapes take nlohmann.
+  for (const char* body :
+       {R"({"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["a","b"]})",
+        R"( { "NodeNames" : [ "a" , "b" ] , "Pod" : {"metadata":{"name":"p"}} } )",
+        R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["a","b"]})",
+        R"({"Pod":{"metadata":{"name":"p"}},"nodeNames":["a","b"],"Extra":[1,{"x":"]}"}]})"}) {
+    auto a = ParseExtenderArgs(body);
+    ASSERT_TRUE(a.ok()) << body << ": " << a.status();
+    EXPECT_EQ(a->names, (std::vector<std::string>{"a", "b"})) << body;
+    EXPECT_EQ(a->pod["metadata"]["name"], "p");
+  }
+  auto u = ParseExtenderArgs(R"({"Pod":{"metadata":{"name":"p"}},"NodeNames":["né"]})");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->names[0], "n\u00e9");
+  for (const char* bad :
+       {R"({"Pod":{},"NodeNames":["a"],})", R"({"Pod":{},"NodeNames":["a"]} x)",
+        R"({"Pod":{"a":tru},"NodeNames":["a"]})", R"({"Pod":{},"NodeNames":["a")"}) {
+    EXPECT_FALSE(ParseExtenderArgs(bad).ok()) << bad;
+  }
+}
+
 TEST(WireTest, PreemptionArgsBothForms) {
   auto meta = ParsePreemptionArgs(
       R"({"Pod":{"metadata":{"name":"p"}},"NodeNameToVictims":null,"NodeNameToMetaVictims":)"
