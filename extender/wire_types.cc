@@ -117,7 +117,8 @@ absl::StatusOr<ExtenderArgs> ArgsFromJson(absl::StatusOr<Json> j,
     if (!items.ok()) return items.status();
     if (*items) {
       a.node_items.reserve((*items)->size());
-      for (const Json& n : **items) {
+      // We own the parsed document: move the items out instead of deep-copying them.
+      for (Json& n : const_cast<Json&>(**items)) {
         if (!n.is_object()) return NotObject("ExtenderArgs.Nodes.items[]", n);
         const Json* md = GoField(n, "metadata");
         const Json* name = md ? GoField(*md, "name") : nullptr;
@@ -126,7 +127,7 @@ absl::StatusOr<ExtenderArgs> ArgsFromJson(absl::StatusOr<Json> j,
               "ExtenderArgs.Nodes.items[]: node without metadata.name");
         }
         a.names.push_back(name->get<std::string>());
-        a.node_items.push_back(n);
+        a.node_items.push_back(std::move(n));
       }
     }
   } else {
