@@ -6,6 +6,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 
@@ -21,16 +25,22 @@ using web::http::experimental::listener::http_listener_config;
 
 namespace {
 
+// Replies in flight (all servers in the process): Stop() lets them drain before closing, so a
+// held bind failed at shutdown still reaches kube-scheduler.
+std::atomic<int> g_pending_replies{0};
+
 void Reply(http_request req, status_code code, std::string body,
            const char* type = "application/json") {
   http_response resp(code);
   resp.set_body(std::move(body), type);
+  ++g_pending_replies;
   req.reply(resp).then([](pplx::task<void> t) {
     try {
       t.get();
     } catch (...) {
       // The client went away; nothing to do.
     }
+    --g_pending_replies;
   });
 }
 
@@ -99,6 +109,12 @@ absl::Status ExtenderHttpServer::Start() {
     const bool is_verb = path == filter || path == prioritize || path == bind || path == preempt;
     if (method == methods::GET && !is_verb) {
       if (path == "/healthz") return Reply(req, status_codes::OK, "ok", "text/plain");
+      if (path == "/stats") {
+        ExtenderService::Stats st = service_.GetStats();
+        return Reply(req, status_codes::OK,
+                     absl::StrCat("{\"reserved_gangs\":", st.reserved_gangs, ",\"running_gangs\":",
+                                  st.running_gangs, ",\"held_binds\":", st.held_binds, "}"));
+      }
       if (path == "/readyz") {
         return ready_ ? Reply(req, status_codes::OK, "ready", "text/plain")
                       : Reply(req, status_codes::ServiceUnavailable, "not ready", "text/plain");
@@ -200,6 +216,9 @@ void ExtenderHttpServer::Stop() {
   if (!started_.exchange(false) || !listener_) return;
   // Answer held binds first: closing waits for requests in flight.
   service_.FailHeldBinds("topogang is shutting down");
+  for (int i = 0; i < 200 && g_pending_replies.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // bounded drain (2 s)
+  }
   try {
     listener_->close().wait();
   } catch (...) {

@@ -1,7 +1,8 @@
 // kube-scheduler's view of topogang: POST <prefix>/<verb> for filter, prioritize, bind and
 // preempt (verbs and prefix configurable, to match the KubeSchedulerConfiguration), plus GET
-// /healthz and /readyz. Handlers parse, call ExtenderService and reply; bind replies are sent
-// later from the service's callback, so no server thread waits for a gang.
+// /healthz, /readyz and /stats (gangs reserved/running, binds held). Handlers parse, call
+// ExtenderService and reply; bind replies are sent later from the service's callback, so no server
+// thread waits for a gang.
 //
 // Only HTTP 200 is accepted by kube-scheduler, so verb-level problems (bad JSON, absurd input) go
 // back as 200 with the result's Error field where the type has one (filter, bind); prioritize and

@@ -34,8 +34,14 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(c->http.filter_verb, "f");
   EXPECT_EQ(c->extender.gpu_resource, "amd.com/gpu");
   EXPECT_EQ(c->extender.bind_window, absl::Milliseconds(250));
-  for (const char* bad : {"{http_port: 0}", "{http_port: abc}", "{bind_window_ms: -1}",
-                          "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}"}) {
+  auto q = ParseDaemonConfig(
+      YAML::Load("{starvation_threshold_seconds: 120, hold_min_gpus: 16, max_holds: 2}"), "x");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->extender.queue.starvation_threshold, absl::Minutes(2));
+  EXPECT_EQ(q->extender.queue.hold_min_gpus, 16);
+  EXPECT_EQ(q->extender.queue.max_holds, 2);
+  for (const char* bad : {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}",
+                          "{bind_window_ms: -1}", "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }
