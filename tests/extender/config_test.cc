@@ -8,13 +8,13 @@
 
 #include "config/config_file.h"
 #include "extender/daemon_config.h"
+#include "tests/extender/test_util.h"
 
 namespace topogang {
 namespace {
 
 std::string Source(const std::string& rel) {
-  const char* src = std::getenv("TOPOGANG_SOURCE_DIR");
-  std::ifstream in(std::string(src ? src : ".") + "/" + rel);
+  std::ifstream in(testing::SourceDir() + "/" + rel);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -19,10 +19,25 @@
 
 namespace topogang::testing {
 
-inline std::string WireDir() {
-  const char* src = std::getenv("TOPOGANG_SOURCE_DIR");
-  return absl::StrCat(src ? src : ".", "/../shared/kube-scheduler-wire");
+// Repository root and build bin dir: the environment wins, else the compile definitions.
+inline std::string SourceDir() {
+  if (const char* e = std::getenv("TOPOGANG_SOURCE_DIR")) return e;
+#ifdef TOPOGANG_SOURCE_DIR
+  return TOPOGANG_SOURCE_DIR;
+#else
+  return ".";
+#endif
 }
+inline std::string BinDir() {
+  if (const char* e = std::getenv("TOPOGANG_BIN_DIR")) return e;
+#ifdef TOPOGANG_BIN_DIR
+  return TOPOGANG_BIN_DIR;
+#else
+  return "build/bin";
+#endif
+}
+
+inline std::string WireDir() { return SourceDir() + "/../shared/kube-scheduler-wire"; }
 
 // Reads a file; ".gz" files are inflated.
 inline std::string ReadWire(const std::string& rel) {

@@ -15,16 +15,11 @@
 namespace topogang {
 namespace {
 
-std::string Dir(const char* env) {
-  const char* v = std::getenv(env);
-  return v ? v : ".";
-}
-
 TEST(TopogangdTest, StandaloneServesAndShutsDownCleanly) {
   int port = PickFreePort();
   ASSERT_GT(port, 0);
-  const std::string bin = Dir("TOPOGANG_BIN_DIR") + "/topogangd";
-  const std::string cluster = Dir("TOPOGANG_SOURCE_DIR") + "/examples/clusters/lab-64.yaml";
+  const std::string bin = testing::BinDir() + "/topogangd";
+  const std::string cluster = testing::SourceDir() + "/examples/clusters/lab-64.yaml";
   const std::string port_s = std::to_string(port);
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
