@@ -103,13 +103,16 @@ absl::Status ExtenderHttpServer::Start() {
     return absl::InvalidArgumentError(absl::StrCat("listener ", BaseUrl(), ": ", e.what()));
   }
   const size_t limit = options_.max_body_bytes;
-  listener_->support([=, this](http_request req) {
+  listener_->support([=, this, guard = guard_](http_request req) {
     const std::string path = req.relative_uri().path();
     const auto method = req.method();
     const bool is_verb = path == filter || path == prioritize || path == bind || path == preempt;
     if (method == methods::GET && !is_verb) {
       if (path == "/healthz") return Reply(req, status_codes::OK, "ok", "text/plain");
       if (path == "/stats") {
+        std::shared_lock<std::shared_mutex> alive(guard->mu);
+        if (!guard->alive)
+          return Reply(req, status_codes::ServiceUnavailable, "stopping", "text/plain");
         ExtenderService::Stats st = service_.GetStats();
         return Reply(req, status_codes::OK,
                      absl::StrCat("{\"reserved_gangs\":", st.reserved_gangs, ",\"running_gangs\":",
@@ -138,7 +141,12 @@ absl::Status ExtenderHttpServer::Start() {
       if (verb == 2) return Reply(req, status_codes::OK, SerializeBindingResult({msg}));
       return Reply(req, status_codes::RequestEntityTooLarge, msg, "text/plain");
     }
-    req.extract_utf8string(true).then([=, this](pplx::task<std::string> t) {
+    req.extract_utf8string(true).then([=, this, guard = guard_](pplx::task<std::string> t) {
+      std::shared_lock<std::shared_mutex> alive(guard->mu);
+      if (!guard->alive) {
+        return Reply(req, status_codes::ServiceUnavailable, "topogang is shutting down",
+                     "text/plain");
+      }
       std::string body;
       try {
         body = t.get();
@@ -214,6 +222,11 @@ absl::Status ExtenderHttpServer::Start() {
 
 void ExtenderHttpServer::Stop() {
   if (!started_.exchange(false) || !listener_) return;
+  {
+    // Waits for handlers in progress; later ones answer 503 without touching the service.
+    std::unique_lock<std::shared_mutex> lock(guard_->mu);
+    guard_->alive = false;
+  }
   // Answer held binds first: closing waits for requests in flight.
   service_.FailHeldBinds("topogang is shutting down");
   for (int i = 0; i < 200 && g_pending_replies.load() > 0; ++i) {

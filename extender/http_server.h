@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <shared_mutex>
 #include <string>
 
 #include "absl/status/status.h"
@@ -51,6 +52,13 @@ class ExtenderHttpServer {
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
   std::atomic<bool> ready_{true};
   std::atomic<bool> started_{false};
+  // Handler continuations run on cpprest's pool and may outlive Stop(); they hold this shared
+  // lock while touching the service, and Stop() flips `alive` under the exclusive lock.
+  struct Guard {
+    std::shared_mutex mu;
+    bool alive = true;
+  };
+  std::shared_ptr<Guard> guard_ = std::make_shared<Guard>();
 };
 
 // A free TCP port on 127.0.0.1 (bind to port 0 and read it back). For tests and the load tool.
