@@ -66,6 +66,17 @@ absl::Status DaemonState::SetGpuHealth(absl::string_view node, int local_index, 
   return absl::OkStatus();
 }
 
+void DaemonState::ReplaceScheduler(GangScheduler scheduler) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sched_ = std::move(scheduler);
+  absl::Time now = clock_.Now();
+  for (const auto& [name, mask] : node_sources_) {
+    if (mask == 0) continue;
+    int n = sched_.cluster().FindNode(name);
+    if (n >= 0) (void)sched_.SetNodeCordoned(n, true, now);
+  }
+}
+
 uint8_t DaemonState::NodeHealthSources(absl::string_view node) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = node_sources_.find(node);

@@ -55,6 +55,10 @@ class DaemonState {
 
   const Clock& clock() const { return clock_; }
 
+  // Swaps in a scheduler built for a new node set (the kube node watch saw nodes come or go),
+  // re-applying every node's current health sources to it.
+  void ReplaceScheduler(GangScheduler scheduler);
+
   // Sets or clears one health source of a node, re-planning reservations and proposing
   // replacements as the core decides; every resulting change is published as an event.
   absl::Status SetNodeHealth(absl::string_view node, HealthSource source, bool bad,

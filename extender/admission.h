@@ -1,0 +1,97 @@
+// The step between "a gang asks for GPUs" and "its GPUs are reserved". Direct admission reserves
+// whenever the gang fits now; a queue policy (scheduler/queue_policy.h) can instead hold GPUs for
+// large gangs that have waited too long, so a stream of small gangs cannot starve them. The
+// service only talks to this interface, so the policy can be swapped without touching the verbs.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "scheduler/gang_scheduler.h"
+#include "scheduler/queue_policy.h"
+
+namespace topogang {
+
+class Admission {
+ public:
+  virtual ~Admission() = default;
+  // Called under the DaemonState lock. Reserves every GPU of the gang or nothing; the error says
+  // why it cannot start now.
+  virtual absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
+                                                  absl::Time now) = 0;
+  // The model was rebuilt (new node set): anything remembered about the old one is void.
+  virtual void Reset() {}
+};
+
+class DirectAdmission : public Admission {
+ public:
+  absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
+                                          absl::Time now) override {
+    return sched.Reserve(gang, now);
+  }
+};
+
+// The simulator's queue policy in front of the daemon (scheduler/queue_policy.h): gangs start in
+// (priority, arrival) order with backfill, and once a large gang has waited past the starvation
+// threshold the GPUs it needs in its best domain are held for it as they free up, so a stream of
+// small gangs cannot starve it. kube-scheduler retries unschedulable pods on its own; each retry
+// of any gang's filter re-runs the queue. Gangs whose pods stop asking (deleted, or handled by
+// another scheduler) are dropped from the queue after `stale_after`.
+class QueueAdmission : public Admission {
+ public:
+  explicit QueueAdmission(QueueOptions options = {}, absl::Duration stale_after = absl::Minutes(6))
+      : options_(options), stale_after_(stale_after), queue_(options) {}
+
+  absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
+                                          absl::Time now) override {
+    last_seen_[gang.name] = now;
+    for (auto it = last_seen_.begin(); it != last_seen_.end();) {
+      if (now - it->second > stale_after_) {
+        queue_.Remove(sched, it->first);
+        it = last_seen_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    // Started earlier by the queue on behalf of an earlier filter of this gang.
+    if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
+      last_seen_.erase(gang.name);
+      return r;
+    }
+    if (!queue_.Contains(gang.name)) {
+      if (absl::Status s = queue_.Enqueue(gang, now); !s.ok()) return s;
+    }
+    queue_.Schedule(sched, now);
+    if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
+      last_seen_.erase(gang.name);
+      return r;
+    }
+    auto dry = sched.DryRun(gang);
+    if (!dry.ok()) {
+      if (dry.status().code() != absl::StatusCode::kResourceExhausted) {
+        queue_.Remove(sched, gang.name);  // it can never start: say why, do not keep it queued
+        last_seen_.erase(gang.name);
+      }
+      return dry.status();
+    }
+    return absl::ResourceExhaustedError(
+        absl::StrCat("waiting in the gang queue behind earlier or higher-priority gangs (",
+                     queue_.size(), " waiting)"));
+  }
+  void Reset() override {
+    queue_ = GangQueue(options_);
+    last_seen_.clear();
+  }
+  const GangQueue& queue() const { return queue_; }
+
+ private:
+  QueueOptions options_;
+  absl::Duration stale_after_;
+  GangQueue queue_;
+  std::map<std::string, absl::Time> last_seen_;
+};
+
+}  // namespace topogang

@@ -1,0 +1,62 @@
+#include "extender/daemon_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/yaml_util.h"
+
+namespace topogang {
+
+absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string_view source) {
+  DaemonConfig c;
+  if (!d.IsDefined() || d.IsNull()) return c;
+  if (!d.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, d), ": daemon: expected a mapping"));
+  }
+  if (absl::Status s = YamlCheckKeys(
+          d, source,
+          {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
+           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes",
+           "starvation_threshold_seconds", "hold_min_gpus", "max_holds"},
+          "daemon");
+      !s.ok()) {
+    return s;
+  }
+  auto port = YamlInt(d, "http_port", source, 1, 65535, c.http.port);
+  if (!port.ok()) return port.status();
+  c.http.port = static_cast<int>(*port);
+  for (auto [key, field] :
+       {std::pair{"bind_address", &c.http.bind_address}, std::pair{"url_prefix", &c.http.prefix},
+        std::pair{"filter_verb", &c.http.filter_verb},
+        std::pair{"prioritize_verb", &c.http.prioritize_verb},
+        std::pair{"bind_verb", &c.http.bind_verb}, std::pair{"preempt_verb", &c.http.preempt_verb},
+        std::pair{"gpu_resource", &c.extender.gpu_resource}}) {
+    auto v = YamlString(d, key, source, *field);
+    if (!v.ok()) return v.status();
+    *field = *v;
+  }
+  auto window = YamlInt(d, "bind_window_ms", source, 10, 600000,
+                        absl::ToInt64Milliseconds(c.extender.bind_window));
+  if (!window.ok()) return window.status();
+  c.extender.bind_window = absl::Milliseconds(*window);
+  auto body = YamlInt(d, "max_body_bytes", source, 1024, int64_t{1} << 32,
+                      static_cast<int64_t>(c.http.max_body_bytes));
+  if (!body.ok()) return body.status();
+  c.http.max_body_bytes = static_cast<size_t>(*body);
+  auto starve = YamlInt(d, "starvation_threshold_seconds", source, 1, 30 * 86400,
+                        absl::ToInt64Seconds(c.extender.queue.starvation_threshold));
+  if (!starve.ok()) return starve.status();
+  c.extender.queue.starvation_threshold = absl::Seconds(*starve);
+  auto hold_min = YamlInt(d, "hold_min_gpus", source, 1, 10000000, c.extender.queue.hold_min_gpus);
+  if (!hold_min.ok()) return hold_min.status();
+  c.extender.queue.hold_min_gpus = static_cast<int>(*hold_min);
+  auto holds = YamlInt(d, "max_holds", source, 0, 1000, c.extender.queue.max_holds);
+  if (!holds.ok()) return holds.status();
+  c.extender.queue.max_holds = static_cast<int>(*holds);
+  if (c.extender.gpu_resource.empty() || c.http.filter_verb.empty() || c.http.bind_verb.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": daemon: verbs and gpu_resource must not be empty"));
+  }
+  return c;
+}
+
+}  // namespace topogang

@@ -1,0 +1,55 @@
+// Which gang a pod belongs to, read from its labels/annotations. Two conventions are understood:
+//
+//   topogang.io/gang            gang name (label or annotation)            required
+//   topogang.io/gang-size       number of member pods                      required with a gang
+//   topogang.io/required-tier   tier the whole gang must fit in (e.g. "leaf")
+//   topogang.io/preferred-tier  tier it should fit in if possible
+//   topogang.io/slice-size      members per slice (tensor/pipeline groups)
+//   topogang.io/slice-tier      tier each slice must fit in
+//
+//   kueue.x-k8s.io/pod-group-name         label: gang name (Kueue plain pod groups)
+//   kueue.x-k8s.io/pod-group-total-count  annotation: number of member pods
+//
+// Each topogang key may be a label or an annotation; if both are set they must agree. A gang is
+// identified by namespace/name, so equal names in two namespaces are two gangs.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "scheduler/gang.h"
+
+namespace topogang {
+
+inline constexpr char kGangLabel[] = "topogang.io/gang";
+inline constexpr char kGangSizeKey[] = "topogang.io/gang-size";
+inline constexpr char kRequiredTierKey[] = "topogang.io/required-tier";
+inline constexpr char kPreferredTierKey[] = "topogang.io/preferred-tier";
+inline constexpr char kSliceSizeKey[] = "topogang.io/slice-size";
+inline constexpr char kSliceTierKey[] = "topogang.io/slice-tier";
+inline constexpr char kKueueGroupLabel[] = "kueue.x-k8s.io/pod-group-name";
+inline constexpr char kKueueCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-count";
+
+struct GangMembership {
+  std::string id;  // namespace/name
+  int size = 1;
+  std::string required_tier;
+  std::string preferred_tier;
+  SliceSpec slice;
+
+  // The core's view of the gang (name = id) for members of `gpus_per_member` GPUs.
+  GangSpec ToSpec(int gpus_per_member) const;
+};
+
+// nullopt when the pod names no gang; an error when the keys are malformed or contradictory.
+absl::StatusOr<std::optional<GangMembership>> ParseGangMembership(
+    absl::string_view pod_namespace, const std::map<std::string, std::string>& labels,
+    const std::map<std::string, std::string>& annotations);
+
+// The core name of the gang of one formed by a GPU pod without a gang. ':' never occurs in a
+// label value, so it cannot collide with a real gang.
+std::string SingletonGangId(absl::string_view pod_namespace, absl::string_view pod_name);
+
+}  // namespace topogang

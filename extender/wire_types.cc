@@ -1,0 +1,499 @@
+#include "extender/wire_types.h"
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace topogang {
+namespace {
+
+absl::Status NotObject(absl::string_view what, const Json& j) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": expected a JSON object, got ", j.type_name()));
+}
+
+absl::StatusOr<std::vector<std::string>> StringArray(const Json& arr, absl::string_view what) {
+  std::vector<std::string> out;
+  out.reserve(arr.size());
+  for (const Json& v : arr) {
+    if (!v.is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": expected strings, got ", v.type_name()));
+    }
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> StringMap(const Json& obj,
+                                                                           absl::string_view key,
+                                                                           absl::string_view what) {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto m = JsonObject(obj, key, what);
+  if (!m.ok()) return m.status();
+  if (*m == nullptr) return out;
+  for (auto it = (*m)->begin(); it != (*m)->end(); ++it) {
+    if (!it->is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ".", it.key(), ": expected a string"));
+    }
+    out.emplace_back(it.key(), it->get<std::string>());
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, Victims>> ParseVictimsMap(const Json& m, bool meta,
+                                                               absl::string_view what) {
+  std::map<std::string, Victims> out;
+  for (auto it = m.begin(); it != m.end(); ++it) {
+    std::string where = absl::StrCat(what, ".", it.key());
+    if (it->is_null()) {
+      out[it.key()];
+      continue;
+    }
+    if (!it->is_object()) return NotObject(where, *it);
+    Victims v;
+    auto pdb = JsonInt(*it, "NumPDBViolations", where + ".NumPDBViolations");
+    if (!pdb.ok()) return pdb.status();
+    v.num_pdb_violations = *pdb;
+    auto pods = JsonArray(*it, "Pods", where + ".Pods");
+    if (!pods.ok()) return pods.status();
+    if (*pods) {
+      for (const Json& p : **pods) {
+        if (!p.is_object()) return NotObject(where + ".Pods[]", p);
+        std::string uid;
+        if (meta) {
+          auto u = JsonString(p, "UID", where + ".Pods[].UID");
+          if (!u.ok()) return u.status();
+          uid = *u;
+        } else {
+          auto md = JsonObject(p, "metadata", where + ".Pods[].metadata");
+          if (!md.ok()) return md.status();
+          if (*md) {
+            auto u = JsonString(**md, "uid", where + ".Pods[].metadata.uid");
+            if (!u.ok()) return u.status();
+            uid = *u;
+          }
+          v.pods.push_back(p);
+        }
+        v.uids.push_back(uid);
+      }
+    }
+    out[it.key()] = std::move(v);
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+// `fast_names`: NodeNames already read by the fast scanner (then absent from *j).
+absl::StatusOr<ExtenderArgs> ArgsFromJson(absl::StatusOr<Json> j,
+                                          std::optional<std::vector<std::string>> fast_names) {
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return NotObject("ExtenderArgs", *j);
+  ExtenderArgs a;
+  const Json* pod = GoField(*j, "Pod");
+  if (pod == nullptr) return absl::InvalidArgumentError("ExtenderArgs.Pod: missing");
+  if (!pod->is_object()) return NotObject("ExtenderArgs.Pod", *pod);
+  a.pod = std::move(const_cast<Json&>(*pod));
+  auto names = JsonArray(*j, "NodeNames", "ExtenderArgs.NodeNames");
+  if (!names.ok()) return names.status();
+  auto nodes = JsonObject(*j, "Nodes", "ExtenderArgs.Nodes");
+  if (!nodes.ok()) return nodes.status();
+  if (fast_names) {
+    a.names = std::move(*fast_names);
+    a.node_cache = true;
+  } else if (*names != nullptr) {
+    auto v = StringArray(**names, "ExtenderArgs.NodeNames");
+    if (!v.ok()) return v.status();
+    a.names = std::move(*v);
+    a.node_cache = true;
+  } else if (*nodes != nullptr) {
+    a.node_cache = false;
+    const Json* meta = GoField(**nodes, "metadata");
+    a.node_list_meta = meta ? *meta : Json::object();
+    auto items = JsonArray(**nodes, "items", "ExtenderArgs.Nodes.items");
+    if (!items.ok()) return items.status();
+    if (*items) {
+      a.node_items.reserve((*items)->size());
+      // We own the parsed document: move the items out instead of deep-copying them.
+      for (Json& n : const_cast<Json&>(**items)) {
+        if (!n.is_object()) return NotObject("ExtenderArgs.Nodes.items[]", n);
+        const Json* md = GoField(n, "metadata");
+        const Json* name = md ? GoField(*md, "name") : nullptr;
+        if (name == nullptr || !name->is_string() || name->get_ref<const std::string&>().empty()) {
+          return absl::InvalidArgumentError(
+              "ExtenderArgs.Nodes.items[]: node without metadata.name");
+        }
+        a.names.push_back(name->get<std::string>());
+        a.node_items.push_back(std::move(n));
+      }
+    }
+  } else {
+    return absl::InvalidArgumentError("ExtenderArgs: neither NodeNames nor Nodes is set");
+  }
+  return a;
+}
+
+// A scanner for the hot request shape: a top-level object whose NodeNames array holds thousands
+// of plain ASCII strings. Those are copied straight into a vector; every other member (the Pod,
+// a NodeList) is cut out and parsed by nlohmann. Anything unusual (escapes or non-ASCII in a
+// name, a non-string element, malformed structure) makes it give up, and the strict generic
+// parser handles the body and its error messages. nlohmann alone spends most of a 12,500-name
+// request building and copying DOM strings.
+class FastArgsScanner {
+ public:
+  explicit FastArgsScanner(absl::string_view s) : s_(s) {}
+
+  bool Run(Json* top, std::optional<std::vector<std::string>>* names) {
+    Ws();
+    if (!Eat('{')) return false;
+    *top = Json::object();
+    Ws();
+    if (Eat('}')) return End();
+    for (;;) {
+      Ws();
+      std::string key;
+      if (!PlainString(&key)) return false;
+      Ws();
+      if (!Eat(':')) return false;
+      Ws();
+      if (absl::EqualsIgnoreCase(key, "NodeNames") && Peek() == '[') {
+        std::vector<std::string> v;
+        if (!NameArray(&v)) return false;
+        if (names->has_value() || top->contains(key)) return false;  // duplicates: generic path
+        *names = std::move(v);
+      } else {
+        size_t begin = i_;
+        if (!SkipValue()) return false;
+        Json value = Json::parse(s_.begin() + begin, s_.begin() + i_, nullptr, false);
+        if (value.is_discarded() || top->contains(key)) return false;
+        (*top)[key] = std::move(value);
+      }
+      Ws();
+      if (Eat(',')) continue;
+      if (Eat('}')) return End();
+      return false;
+    }
+  }
+
+ private:
+  char Peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
+  bool Eat(char c) {
+    if (Peek() != c) return false;
+    ++i_;
+    return true;
+  }
+  void Ws() {
+    while (i_ < s_.size() &&
+           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
+      ++i_;
+    }
+  }
+  bool End() {
+    Ws();
+    return i_ == s_.size();
+  }
+  // A string of printable ASCII without escapes.
+  bool PlainString(std::string* out) {
+    if (!Eat('"')) return false;
+    size_t start = i_;
+    for (; i_ < s_.size(); ++i_) {
+      unsigned char c = static_cast<unsigned char>(s_[i_]);
+      if (c == '"') {
+        out->assign(s_.data() + start, i_ - start);
+        ++i_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x7f) return false;
+    }
+    return false;
+  }
+  bool NameArray(std::vector<std::string>* out) {
+    if (!Eat('[')) return false;
+    Ws();
+    if (Eat(']')) return true;
+    out->reserve(s_.size() / 24);
+    for (;;) {
+      Ws();
+      std::string n;
+      if (!PlainString(&n)) return false;
+      out->push_back(std::move(n));
+      Ws();
+      if (Eat(',')) continue;
+      return Eat(']');
+    }
+  }
+  // Skips one value (nlohmann validates it afterwards).
+  bool SkipValue() {
+    int depth = 0;
+    do {
+      if (i_ >= s_.size()) return false;
+      char c = s_[i_];
+      if (c == '"') {
+        for (++i_; i_ < s_.size() && s_[i_] != '"'; ++i_) {
+          if (s_[i_] == '\\') ++i_;
+        }
+        if (i_ >= s_.size()) return false;
+        ++i_;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+        ++i_;
+      } else if (c == '}' || c == ']') {
+        if (--depth < 0) return false;
+        ++i_;
+      } else if (depth == 0) {
+        // A scalar at the top of this value: up to the next delimiter.
+        while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ']' && s_[i_] != ' ' &&
+               s_[i_] != '\n' && s_[i_] != '\r' && s_[i_] != '\t') {
+          ++i_;
+        }
+      } else {
+        ++i_;
+      }
+    } while (depth > 0);
+    return true;
+  }
+
+  absl::string_view s_;
+  size_t i_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
+  Json top;
+  std::optional<std::vector<std::string>> names;
+  if (FastArgsScanner(body).Run(&top, &names))
+    return ArgsFromJson(std::move(top), std::move(names));
+  return ArgsFromJson(ParseJson(body), std::nullopt);
+}
+
+std::string SerializeExtenderArgs(const ExtenderArgs& a) {
+  Json j = Json::object();
+  j["Pod"] = a.pod;
+  if (a.node_cache) {
+    j["Nodes"] = nullptr;
+    j["NodeNames"] = a.names;
+  } else {
+    Json list = Json::object();
+    list["metadata"] = a.node_list_meta.is_null() ? Json::object() : a.node_list_meta;
+    list["items"] = a.node_items;
+    j["Nodes"] = std::move(list);
+    j["NodeNames"] = nullptr;
+  }
+  return DumpJson(j);
+}
+
+std::string SerializeFilterResult(const ExtenderFilterResult& r) {
+  // Built by hand: linear in the number of nodes (see AppendJsonString).
+  std::string out;
+  size_t estimate = 128;
+  for (const auto& n : r.node_names) estimate += n.size() + 3;
+  for (const auto& [n, m] : r.failed) estimate += n.size() + m.size() + 6;
+  for (const auto& [n, m] : r.failed_unresolvable) estimate += n.size() + m.size() + 6;
+  out.reserve(estimate);
+  out.append("{\"Nodes\":");
+  if (r.node_cache) {
+    out.append("null,\"NodeNames\":[");
+    for (size_t i = 0; i < r.node_names.size(); ++i) {
+      if (i) out.push_back(',');
+      AppendJsonString(&out, r.node_names[i]);
+    }
+    out.append("]");
+  } else {
+    out.append(r.nodes.is_null() ? std::string(R"({"metadata":{},"items":[]})")
+                                 : DumpJson(r.nodes));
+    out.append(",\"NodeNames\":null");
+  }
+  auto map = [&](const char* key, const std::vector<std::pair<std::string, std::string>>& v) {
+    out.append(",\"");
+    out.append(key);
+    out.append("\":{");
+    bool first = true;
+    for (const auto& [n, m] : v) {
+      if (!first) out.push_back(',');
+      first = false;
+      AppendJsonString(&out, n);
+      out.push_back(':');
+      AppendJsonString(&out, m);
+    }
+    out.push_back('}');
+  };
+  map("FailedNodes", r.failed);
+  map("FailedAndUnresolvableNodes", r.failed_unresolvable);
+  out.append(",\"Error\":");
+  AppendJsonString(&out, r.error);
+  out.push_back('}');
+  return out;
+}
+
+absl::StatusOr<ExtenderFilterResult> ParseFilterResult(absl::string_view body) {
+  auto j = ParseJson(body);
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return NotObject("ExtenderFilterResult", *j);
+  ExtenderFilterResult r;
+  auto names = JsonArray(*j, "NodeNames", "ExtenderFilterResult.NodeNames");
+  if (!names.ok()) return names.status();
+  auto nodes = JsonObject(*j, "Nodes", "ExtenderFilterResult.Nodes");
+  if (!nodes.ok()) return nodes.status();
+  if (*names) {
+    auto v = StringArray(**names, "ExtenderFilterResult.NodeNames");
+    if (!v.ok()) return v.status();
+    r.node_names = std::move(*v);
+  } else if (*nodes) {
+    r.node_cache = false;
+    r.nodes = **nodes;
+    if (const Json* items = GoField(**nodes, "items"); items && items->is_array()) {
+      for (const Json& n : *items) {
+        const Json* md = GoField(n, "metadata");
+        const Json* name = md ? GoField(*md, "name") : nullptr;
+        if (name && name->is_string()) r.node_names.push_back(name->get<std::string>());
+      }
+    }
+  }
+  auto f = StringMap(*j, "FailedNodes", "ExtenderFilterResult.FailedNodes");
+  if (!f.ok()) return f.status();
+  r.failed = std::move(*f);
+  auto fu = StringMap(*j, "FailedAndUnresolvableNodes",
+                      "ExtenderFilterResult.FailedAndUnresolvableNodes");
+  if (!fu.ok()) return fu.status();
+  r.failed_unresolvable = std::move(*fu);
+  auto e = JsonString(*j, "Error", "ExtenderFilterResult.Error");
+  if (!e.ok()) return e.status();
+  r.error = *e;
+  return r;
+}
+
+std::string SerializeHostPriorityList(const std::vector<HostPriority>& list) {
+  Json j = Json::array();
+  for (const HostPriority& h : list) {
+    Json o = Json::object();
+    o["Host"] = h.host;
+    o["Score"] = h.score;
+    j.push_back(std::move(o));
+  }
+  return DumpJson(j);
+}
+
+absl::StatusOr<std::vector<HostPriority>> ParseHostPriorityList(absl::string_view body) {
+  auto j = ParseJson(body);
+  if (!j.ok()) return j.status();
+  std::vector<HostPriority> out;
+  if (j->is_null()) return out;
+  if (!j->is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("HostPriorityList: expected an array, got ", j->type_name()));
+  }
+  for (const Json& h : *j) {
+    if (!h.is_object()) return NotObject("HostPriority", h);
+    auto host = JsonString(h, "Host", "HostPriority.Host");
+    auto score = JsonInt(h, "Score", "HostPriority.Score");
+    if (!host.ok()) return host.status();
+    if (!score.ok()) return score.status();
+    out.push_back({*host, *score});
+  }
+  return out;
+}
+
+absl::StatusOr<ExtenderBindingArgs> ParseBindingArgs(absl::string_view body) {
+  auto j = ParseJson(body);
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return NotObject("ExtenderBindingArgs", *j);
+  ExtenderBindingArgs a;
+  for (auto [key, field] :
+       {std::pair{"PodName", &a.pod_name}, std::pair{"PodNamespace", &a.pod_namespace},
+        std::pair{"PodUID", &a.pod_uid}, std::pair{"Node", &a.node}}) {
+    auto v = JsonString(*j, key, absl::StrCat("ExtenderBindingArgs.", key));
+    if (!v.ok()) return v.status();
+    *field = std::move(*v);
+  }
+  if (a.pod_name.empty()) return absl::InvalidArgumentError("ExtenderBindingArgs.PodName: missing");
+  if (a.node.empty()) return absl::InvalidArgumentError("ExtenderBindingArgs.Node: missing");
+  if (a.pod_namespace.empty()) a.pod_namespace = "default";
+  return a;
+}
+
+std::string SerializeBindingArgs(const ExtenderBindingArgs& a) {
+  Json j = Json::object();
+  j["PodName"] = a.pod_name;
+  j["PodNamespace"] = a.pod_namespace;
+  j["PodUID"] = a.pod_uid;
+  j["Node"] = a.node;
+  return DumpJson(j);
+}
+
+std::string SerializeBindingResult(const ExtenderBindingResult& r) {
+  Json j = Json::object();
+  j["Error"] = r.error;
+  return DumpJson(j);
+}
+
+absl::StatusOr<ExtenderBindingResult> ParseBindingResult(absl::string_view body) {
+  auto j = ParseJson(body);
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return NotObject("ExtenderBindingResult", *j);
+  auto e = JsonString(*j, "Error", "ExtenderBindingResult.Error");
+  if (!e.ok()) return e.status();
+  return ExtenderBindingResult{*e};
+}
+
+absl::StatusOr<ExtenderPreemptionArgs> ParsePreemptionArgs(absl::string_view body) {
+  auto j = ParseJson(body);
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return NotObject("ExtenderPreemptionArgs", *j);
+  ExtenderPreemptionArgs a;
+  const Json* pod = GoField(*j, "Pod");
+  if (pod == nullptr) return absl::InvalidArgumentError("ExtenderPreemptionArgs.Pod: missing");
+  if (!pod->is_object()) return NotObject("ExtenderPreemptionArgs.Pod", *pod);
+  a.pod = *pod;
+  auto meta =
+      JsonObject(*j, "NodeNameToMetaVictims", "ExtenderPreemptionArgs.NodeNameToMetaVictims");
+  if (!meta.ok()) return meta.status();
+  auto full = JsonObject(*j, "NodeNameToVictims", "ExtenderPreemptionArgs.NodeNameToVictims");
+  if (!full.ok()) return full.status();
+  if (*meta) {
+    auto v = ParseVictimsMap(**meta, true, "NodeNameToMetaVictims");
+    if (!v.ok()) return v.status();
+    a.victims = std::move(*v);
+  } else if (*full) {
+    a.meta = false;
+    auto v = ParseVictimsMap(**full, false, "NodeNameToVictims");
+    if (!v.ok()) return v.status();
+    a.victims = std::move(*v);
+  }
+  return a;
+}
+
+std::string SerializePreemptionResult(const ExtenderPreemptionResult& r) {
+  Json m = Json::object();
+  for (const auto& [node, v] : r.victims) {
+    Json pods = Json::array();
+    for (const std::string& uid : v.uids) pods.push_back(Json{{"UID", uid}});
+    Json o = Json::object();
+    o["Pods"] = std::move(pods);
+    o["NumPDBViolations"] = v.num_pdb_violations;
+    m[node] = std::move(o);
+  }
+  Json j = Json::object();
+  j["NodeNameToMetaVictims"] = std::move(m);
+  return DumpJson(j);
+}
+
+absl::StatusOr<ExtenderPreemptionResult> ParsePreemptionResult(absl::string_view body) {
+  auto j = ParseJson(body);
+  if (!j.ok()) return j.status();
+  if (!j->is_object()) return NotObject("ExtenderPreemptionResult", *j);
+  ExtenderPreemptionResult r;
+  auto meta = JsonObject(*j, "NodeNameToMetaVictims", "ExtenderPreemptionResult");
+  if (!meta.ok()) return meta.status();
+  if (*meta) {
+    auto v = ParseVictimsMap(**meta, true, "NodeNameToMetaVictims");
+    if (!v.ok()) return v.status();
+    r.victims = std::move(*v);
+  }
+  return r;
+}
+
+}  // namespace topogang

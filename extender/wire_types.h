@@ -1,0 +1,88 @@
+// kube-scheduler's extender wire format (k8s.io/kube-scheduler/extender/v1). The Go types carry
+// no json tags, so keys are the Go field names ("Pod", "NodeNames", "FailedNodes", "Host", ...):
+// we accept them in any case (Go's decoder does) and emit them exactly. Unused fields arrive as
+// null. Embedded Kubernetes objects keep their camelCase keys and are kept as JSON here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "extender/json_util.h"
+
+namespace topogang {
+
+// Request of filter and prioritize.
+struct ExtenderArgs {
+  Json pod;                        // the v1.Pod object
+  bool node_cache = true;          // NodeNames were sent (nodeCacheCapable); else Nodes
+  std::vector<std::string> names;  // candidate node names, in the order sent
+  Json node_list_meta;             // Nodes.metadata (full NodeList mode)
+  std::vector<Json> node_items;    // Nodes.items (full NodeList mode), parallel to names
+};
+absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body);
+std::string SerializeExtenderArgs(const ExtenderArgs& a);
+
+struct ExtenderFilterResult {
+  // Passing nodes: NodeNames when node_cache, else the NodeList of the passing input items
+  // (echoed unmodified). Indices into ExtenderArgs::names.
+  bool node_cache = true;
+  std::vector<std::string> node_names;
+  Json nodes;  // NodeList, used when !node_cache
+  std::vector<std::pair<std::string, std::string>> failed;
+  std::vector<std::pair<std::string, std::string>> failed_unresolvable;
+  std::string error;
+};
+std::string SerializeFilterResult(const ExtenderFilterResult& r);
+// For clients and tests: reads a reply (either mode).
+absl::StatusOr<ExtenderFilterResult> ParseFilterResult(absl::string_view body);
+
+struct HostPriority {
+  std::string host;
+  int64_t score = 0;  // 0..10
+};
+std::string SerializeHostPriorityList(const std::vector<HostPriority>& list);
+absl::StatusOr<std::vector<HostPriority>> ParseHostPriorityList(absl::string_view body);
+
+struct ExtenderBindingArgs {
+  std::string pod_name;
+  std::string pod_namespace;
+  std::string pod_uid;
+  std::string node;
+};
+absl::StatusOr<ExtenderBindingArgs> ParseBindingArgs(absl::string_view body);
+std::string SerializeBindingArgs(const ExtenderBindingArgs& a);
+
+struct ExtenderBindingResult {
+  std::string error;
+};
+std::string SerializeBindingResult(const ExtenderBindingResult& r);
+absl::StatusOr<ExtenderBindingResult> ParseBindingResult(absl::string_view body);
+
+// Victims of one node. Meta form (nodeCacheCapable) carries only UIDs; the full form carries pod
+// objects, whose UIDs are extracted into `uids` as well.
+struct Victims {
+  std::vector<std::string> uids;
+  std::vector<Json> pods;  // full form only
+  int64_t num_pdb_violations = 0;
+};
+struct ExtenderPreemptionArgs {
+  Json pod;
+  bool meta = true;  // NodeNameToMetaVictims was sent
+  std::map<std::string, Victims> victims;
+};
+absl::StatusOr<ExtenderPreemptionArgs> ParsePreemptionArgs(absl::string_view body);
+
+// Always answered with MetaVictims (UIDs), whichever form came in.
+struct ExtenderPreemptionResult {
+  std::map<std::string, Victims> victims;
+};
+std::string SerializePreemptionResult(const ExtenderPreemptionResult& r);
+absl::StatusOr<ExtenderPreemptionResult> ParsePreemptionResult(absl::string_view body);
+
+}  // namespace topogang

@@ -1,0 +1,94 @@
+// The daemon section of the config file, and the shipped deploy/ manifests agreeing with it
+// (the urlPrefix and verbs kube-scheduler calls are the ones topogangd serves).
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/config_file.h"
+#include "extender/daemon_config.h"
+#include "tests/extender/test_util.h"
+
+namespace topogang {
+namespace {
+
+std::string Source(const std::string& rel) {
+  std::ifstream in(testing::SourceDir() + "/" + rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(DaemonConfigTest, DefaultsAndOverrides) {
+  auto d = ParseDaemonConfig(YAML::Node(), "x");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->http.port, 8888);
+  EXPECT_EQ(d->extender.bind_window, absl::Seconds(4));
+  auto c = ParseDaemonConfig(YAML::Load("{http_port: 9000, url_prefix: /x, bind_window_ms: 250, "
+                                        "gpu_resource: amd.com/gpu, filter_verb: f}"),
+                             "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http.port, 9000);
+  EXPECT_EQ(c->http.prefix, "/x");
+  EXPECT_EQ(c->http.filter_verb, "f");
+  EXPECT_EQ(c->extender.gpu_resource, "amd.com/gpu");
+  EXPECT_EQ(c->extender.bind_window, absl::Milliseconds(250));
+  auto q = ParseDaemonConfig(
+      YAML::Load("{starvation_threshold_seconds: 120, hold_min_gpus: 16, max_holds: 2}"), "x");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->extender.queue.starvation_threshold, absl::Minutes(2));
+  EXPECT_EQ(q->extender.queue.hold_min_gpus, 16);
+  EXPECT_EQ(q->extender.queue.max_holds, 2);
+  for (const char* bad : {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}",
+                          "{bind_window_ms: -1}", "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}"}) {
+    EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
+  }
+}
+
+TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
+  std::vector<YAML::Node> docs = YAML::LoadAll(Source("deploy/topogangd.yaml"));
+  ASSERT_FALSE(docs.empty());
+  std::string config_text = docs[0]["data"]["config.yaml"].as<std::string>();
+  auto cfg = ParseConfigFile(config_text, "configmap");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  auto d = ParseDaemonConfig(cfg->daemon, "configmap");
+  ASSERT_TRUE(d.ok()) << d.status();
+
+  YAML::Node sched = YAML::Load(Source("deploy/scheduler-config.yaml"));
+  YAML::Node ext = sched["extenders"][0];
+  std::string url = ext["urlPrefix"].as<std::string>();
+  EXPECT_NE(url.find(":" + std::to_string(d->http.port) + d->http.prefix), std::string::npos)
+      << url;
+  EXPECT_EQ(ext["filterVerb"].as<std::string>(), d->http.filter_verb);
+  EXPECT_EQ(ext["prioritizeVerb"].as<std::string>(), d->http.prioritize_verb);
+  EXPECT_EQ(ext["bindVerb"].as<std::string>(), d->http.bind_verb);
+  EXPECT_EQ(ext["preemptVerb"].as<std::string>(), d->http.preempt_verb);
+  EXPECT_TRUE(ext["nodeCacheCapable"].as<bool>());
+  EXPECT_EQ(ext["managedResources"][0]["name"].as<std::string>(), d->extender.gpu_resource);
+  // The bind window must end before kube-scheduler gives up on the bind call.
+  std::string timeout = ext["httpTimeout"].as<std::string>();
+  absl::Duration http_timeout;
+  ASSERT_TRUE(absl::ParseDuration(timeout, &http_timeout));
+  EXPECT_LT(d->extender.bind_window, http_timeout);
+  EXPECT_EQ(sched["percentageOfNodesToScore"].as<int>(), 100);
+
+  // RBAC: exactly what the daemon does.
+  std::vector<YAML::Node> rbac = YAML::LoadAll(Source("deploy/rbac.yaml"));
+  std::set<std::string> grants;
+  for (const YAML::Node& doc : rbac) {
+    if (doc["kind"].as<std::string>() != "ClusterRole") continue;
+    for (const YAML::Node& rule : doc["rules"]) {
+      for (const YAML::Node& r : rule["resources"]) {
+        for (const YAML::Node& v : rule["verbs"])
+          grants.insert(r.as<std::string>() + ":" + v.as<std::string>());
+      }
+    }
+  }
+  EXPECT_EQ(grants, (std::set<std::string>{"nodes:get", "nodes:list", "nodes:watch", "pods:get",
+                                           "pods:list", "pods:watch", "pods/binding:create",
+                                           "events:create"}));
+}
+
+}  // namespace
+}  // namespace topogang

@@ -1,0 +1,80 @@
+// A fake Kubernetes API server on loopback (cpprest listener) speaking the real JSON: Node and
+// Pod lists with metadata.resourceVersion, chunked watch streams of newline-delimited
+// {"type","object"} events (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR), 410 Gone for compacted
+// resourceVersions, dropped connections, the pods/binding subresource (201, 409 when already
+// bound) and Event creation.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "extender/json_util.h"
+
+namespace web::http::experimental::listener {
+class http_listener;
+}
+
+namespace topogang::testing {
+
+class FakeApiServer {
+ public:
+  FakeApiServer();
+  ~FakeApiServer();
+
+  std::string url() const { return url_; }
+
+  // Objects; each change bumps the resourceVersion and is streamed to open watches.
+  void PutNode(Json node);  // ADDED or MODIFIED
+  void DeleteNode(const std::string& name);
+  void PutPod(Json pod);
+  void DeletePod(const std::string& ns, const std::string& name);
+  Json GetPod(const std::string& ns, const std::string& name);
+
+  void SendBookmark();
+  // Forgets history: open watches get an ERROR 410 event and later watches from an older
+  // resourceVersion are answered 410 too, forcing a relist.
+  void Compact();
+  // Cuts every open watch in the middle of an event (a dropped connection).
+  void DropWatches();
+
+  int lists(const std::string& kind);  // "nodes" / "pods"
+  int watches(const std::string& kind);
+  int open_watches();
+  std::vector<Json> bindings();
+  std::vector<Json> events();
+  // Blocks until pred() holds or the timeout passes (pred may call the accessors above).
+  bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 10000);
+
+ private:
+  struct Watch;
+  void Emit(const std::string& kind, const std::string& type, const Json& obj);
+  void Handle(void* request);
+
+  std::string url_;
+  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t rv_ = 100;
+  int64_t compacted_rv_ = 0;
+  std::map<std::string, Json> nodes_;
+  std::map<std::string, Json> pods_;  // ns/name
+  struct Change {
+    int64_t rv;
+    std::string kind, type;
+    Json obj;
+  };
+  std::vector<Change> history_;
+  std::vector<std::shared_ptr<Watch>> watches_;
+  std::map<std::string, int> lists_, watch_count_;
+  std::vector<Json> bindings_, events_;
+};
+
+// A Node object as the API server returns it.
+Json MakeNode(const std::string& name, int gpus, const std::map<std::string, std::string>& labels);
+
+}  // namespace topogang::testing

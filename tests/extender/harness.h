@@ -1,0 +1,83 @@
+// A real topogangd stack on loopback for integration tests: DaemonState + ExtenderService +
+// ExtenderHttpServer on a free port, and an HTTP client that posts bodies the way
+// kube-scheduler does (POST, Content-Type: application/json).
+#pragma once
+
+#include <cpprest/http_client.h>
+
+#include <memory>
+#include <string>
+
+#include "extender/extender_service.h"
+#include "extender/http_server.h"
+#include "tests/extender/test_util.h"
+
+namespace topogang::testing {
+
+struct Reply {
+  int status = 0;
+  std::string body;
+};
+
+class Harness {
+ public:
+  Harness(Cluster cluster, ExtenderOptions eo = {}, HttpServerOptions ho = {},
+          Binder* binder = nullptr)
+      : state_(GangScheduler(std::move(cluster)), clock_),
+        binder_(binder ? binder : &memory_),
+        service_(state_, *binder_, eo) {
+    for (int attempt = 0; attempt < 20 && !server_; ++attempt) {
+      ho.port = PickFreePort();
+      ho.bind_address = "127.0.0.1";
+      auto s = std::make_unique<ExtenderHttpServer>(service_, ho);
+      if (s->Start().ok()) server_ = std::move(s);
+    }
+    prefix_ = ho.prefix;
+    web::http::client::http_client_config cfg;
+    cfg.set_timeout(std::chrono::seconds(30));
+    client_ = std::make_unique<web::http::client::http_client>(server_->BaseUrl(), cfg);
+  }
+  ~Harness() {
+    if (server_) server_->Stop();
+  }
+
+  pplx::task<Reply> PostAsync(const std::string& path, const std::string& body) {
+    web::http::http_request req(web::http::methods::POST);
+    req.set_request_uri(path);
+    req.set_body(body, "application/json");
+    req.headers().add("User-Agent", "Go-http-client/1.1");
+    return client_->request(req).then([](web::http::http_response r) {
+      return r.extract_utf8string(true).then([code = r.status_code()](std::string b) {
+        return Reply{code, b};
+      });
+    });
+  }
+  Reply Post(const std::string& path, const std::string& body) {
+    return PostAsync(path, body).get();
+  }
+  Reply Get(const std::string& path) {
+    auto r = client_->request(web::http::methods::GET, path).get();
+    return Reply{r.status_code(), r.extract_utf8string(true).get()};
+  }
+
+  DaemonState& state() { return state_; }
+  ExtenderService& service() { return service_; }
+  MemoryBinder& memory() { return memory_; }
+  bool ok() const { return server_ != nullptr; }
+  int UsedGpus() {
+    return state_.With(
+        [](GangScheduler& s) { return s.cluster().num_gpus() - s.cluster().FreeHealthy(0); });
+  }
+
+ private:
+  SystemClock clock_;
+  DaemonState state_;
+  MemoryBinder memory_;
+  Binder* binder_;
+  ExtenderService service_;
+  std::unique_ptr<ExtenderHttpServer> server_;
+  std::unique_ptr<web::http::client::http_client> client_;
+  std::string prefix_;
+};
+
+}  // namespace topogang::testing

@@ -1,0 +1,330 @@
+// Cluster mode against a fake API server: kubeconfig/in-cluster config, list + watch with
+// bookmarks, 410 Gone relists, dropped connections, health from cordons/taints, occupancy from
+// bound pods, bindings through the binding subresource (201/409), Events, and a daemon restart
+// in the middle of a gang.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/escaping.h"
+#include "extender/kube_sync.h"
+#include "tests/extender/fake_apiserver.h"
+#include "tests/extender/harness.h"
+
+namespace topogang {
+namespace {
+
+using testing::FakeApiServer;
+using testing::GangPod;
+using testing::MakeNode;
+using testing::MakePod;
+using testing::NodeNames;
+using testing::PodOpts;
+
+std::map<std::string, std::string> Labels(int i) {
+  return {{"topology.kubernetes.io/zone", "zone-a"},
+          {"topology.example.com/switch", "switch-00"},
+          {"topology.example.com/rack", absl::StrFormat("rack-%03d", i / 4)},
+          {"nvidia.com/gpu.product", "H100"}};
+}
+
+void AddNodes(FakeApiServer& api, int n) {
+  for (int i = 0; i < n; ++i)
+    api.PutNode(MakeNode(absl::StrFormat("gpu-node-%03d", i), 8, Labels(i)));
+}
+
+Json BoundPod(const std::string& name, const std::string& node, int gpus) {
+  PodOpts o;
+  o.name = name;
+  o.gpus = gpus;
+  Json p = MakePod(o);
+  p["spec"]["nodeName"] = node;
+  p["status"]["phase"] = "Running";
+  return p;
+}
+
+// Polls `pred` until it holds or 10 s pass (a real server must react first).
+template <typename Pred>
+bool Eventually(Pred pred) {
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return pred();
+}
+
+// topogangd in cluster mode: state starts empty, KubeSync fills it from the fake API server.
+class KubeDaemon {
+ public:
+  explicit KubeDaemon(FakeApiServer& api, absl::Duration window = absl::Seconds(10)) {
+    KubeConfig kc;
+    kc.server = api.url();
+    client_ = std::make_shared<KubeClient>(kc);
+    binder_ = std::make_unique<KubeBinder>(client_);
+    ExtenderOptions eo;
+    eo.bind_window = window;
+    eo.tick = absl::Milliseconds(20);
+    h_ = std::make_unique<testing::Harness>(*Cluster::Build(ClusterSpec{}, testing::TestTopology()),
+                                            eo, HttpServerOptions{}, binder_.get());
+    KubeSyncOptions so;
+    so.backoff_initial = absl::Milliseconds(10);
+    so.backoff_max = absl::Milliseconds(100);
+    sync_ = std::make_unique<KubeSync>(client_, h_->state(), testing::TestTopology(),
+                                       "nvidia.com/gpu", so);
+    sync_->Attach(&h_->service(), nullptr);
+    sync_->Start();
+  }
+  ~KubeDaemon() { sync_->Stop(); }
+
+  testing::Harness& h() { return *h_; }
+  KubeSync& sync() { return *sync_; }
+  int FreeOn(const std::string& node) {
+    return h_->state().With([&](GangScheduler& s) {
+      const Cluster& c = s.cluster();
+      int n = c.FindNode(node);
+      if (n < 0) return -1;
+      int free = 0;
+      for (int g = c.node(n).gpu_begin; g < c.node(n).gpu_begin + c.node(n).gpus; ++g)
+        free += c.IsFree(g);
+      return free;
+    });
+  }
+  int Nodes() {
+    return h_->state().With([](GangScheduler& s) { return s.cluster().num_nodes(); });
+  }
+
+ private:
+  std::shared_ptr<KubeClient> client_;
+  std::unique_ptr<KubeBinder> binder_;
+  std::unique_ptr<testing::Harness> h_;
+  std::unique_ptr<KubeSync> sync_;
+};
+
+std::string Filter1(testing::Harness& h, const Json& pod, const std::vector<std::string>& names) {
+  auto f = ParseFilterResult(h.Post("/filter", testing::FilterBody(pod, names)).body);
+  if (!f.ok() || f->node_names.size() != 1) return "";
+  return f->node_names[0];
+}
+
+pplx::task<testing::Reply> BindAsync(testing::Harness& h, const Json& pod,
+                                     const std::string& node) {
+  return h.PostAsync("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
+                                                    pod["metadata"]["uid"], node}));
+}
+
+TEST(KubeConfigTest, KubeconfigWithTokenCaAndClientCert) {
+  std::string yaml = absl::StrCat(R"(apiVersion: v1
+kind: Config
+current-context: ctx
+contexts:
+- name: other
+  context: {cluster: nope, user: nope}
+- name: ctx
+  context: {cluster: c1, user: u1}
+clusters:
+- name: c1
+  cluster:
+    server: https://10.0.0.1:6443/
+    certificate-authority-data: )",
+                                  absl::Base64Escape("CA-PEM"), R"(
+users:
+- name: u1
+  user:
+    token: secret-token
+    client-certificate-data: )",
+                                  absl::Base64Escape("CERT"),
+                                  "\n    client-key-data: ", absl::Base64Escape("KEY"), "\n");
+  auto c = ParseKubeconfig(yaml, "kubeconfig", ".");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://10.0.0.1:6443");
+  EXPECT_EQ(c->ca_pem, "CA-PEM");
+  EXPECT_EQ(c->token, "secret-token");
+  EXPECT_EQ(c->client_cert_pem, "CERT");
+  EXPECT_EQ(c->client_key_pem, "KEY");
+  EXPECT_FALSE(c->insecure_skip_verify);
+  EXPECT_FALSE(ParseKubeconfig("current-context: x\n", "k", ".").ok());
+  EXPECT_FALSE(ParseKubeconfig("[", "k", ".").ok());
+}
+
+TEST(KubeConfigTest, InClusterReadsTokenCaAndServiceEnv) {
+  std::string dir = absl::StrCat(::testing::TempDir(), "/sa-", getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/token") << "tok\n";
+  std::ofstream(dir + "/ca.crt") << "CA";
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  auto c = InClusterConfig(dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://10.96.0.1:443");
+  EXPECT_EQ(c->token, "tok");
+  EXPECT_EQ(c->ca_pem, "CA");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  EXPECT_FALSE(InClusterConfig(dir).ok());
+}
+
+TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  api.PutPod(BoundPod("running-0", "gpu-node-000", 8));
+  PodOpts cpu;
+  cpu.name = "cpu-only";
+  cpu.gpus = 0;
+  api.PutPod(MakePod(cpu));
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  EXPECT_EQ(d.Nodes(), 4);
+  EXPECT_EQ(d.FreeOn("gpu-node-000"), 0) << "a bound GPU pod holds its GPUs";
+  EXPECT_EQ(d.FreeOn("gpu-node-001"), 8);
+  ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+
+  // Cordon -> health source set at once.
+  Json n1 = MakeNode("gpu-node-001", 8, Labels(1));
+  n1["spec"]["unschedulable"] = true;
+  api.PutNode(n1);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-001") &
+           static_cast<uint8_t>(HealthSource::kKubeCordon);
+  }));
+  api.SendBookmark();
+
+  // 410 Gone: relist.
+  int lists_before = api.lists("nodes");
+  api.Compact();
+  EXPECT_TRUE(
+      Eventually([&] { return d.sync().relists() >= 1 && api.lists("nodes") > lists_before; }));
+  EXPECT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+
+  // Dropped connection mid-event: reconnect, later events still arrive.
+  int watches_before = api.watches("nodes");
+  api.DropWatches();
+  EXPECT_TRUE(api.WaitFor(
+      [&] { return api.watches("nodes") > watches_before && api.open_watches() == 2; }));
+  Json n2 = MakeNode("gpu-node-002", 8, Labels(2));
+  n2["spec"]["taints"] = Json::parse(R"([{"key":"gpu","value":"broken","effect":"NoExecute"}])");
+  api.PutNode(n2);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-002") &
+           static_cast<uint8_t>(HealthSource::kKubeTaint);
+  }));
+  Json n3 = MakeNode("gpu-node-003", 8, Labels(3));
+  n3["status"]["conditions"][0]["status"] = "False";
+  api.PutNode(n3);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-003") &
+           static_cast<uint8_t>(HealthSource::kKubeNotReady);
+  }));
+
+  // A new node rebuilds the model; the bound pod keeps its GPUs and health stays applied.
+  api.PutNode(MakeNode("gpu-node-004", 8, Labels(4)));
+  EXPECT_TRUE(Eventually([&] { return d.Nodes() == 5; }));
+  EXPECT_EQ(d.FreeOn("gpu-node-000"), 0);
+  EXPECT_TRUE(d.h().state().NodeHealthSources("gpu-node-001") != 0);
+  // A pod bound outside topogang is adopted; a deleted one gives its GPUs back.
+  api.PutPod(BoundPod("foreign", "gpu-node-004", 3));
+  EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-004") == 5; }));
+  api.DeletePod("default", "running-0");
+  EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 8; }));
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  KubeDaemon d(api, absl::Milliseconds(300));
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  std::vector<std::string> names = NodeNames(4);
+  Json g0 = MakePod(GangPod("g", 2, 0, 8)), g1 = MakePod(GangPod("g", 2, 1, 8));
+  api.PutPod(g0);
+  api.PutPod(g1);
+  std::string n0 = Filter1(d.h(), g0, names), n1 = Filter1(d.h(), g1, names);
+  ASSERT_FALSE(n0.empty());
+  ASSERT_FALSE(n1.empty());
+  auto b0 = BindAsync(d.h(), g0, n0), b1 = BindAsync(d.h(), g1, n1);
+  EXPECT_EQ(b0.get().body, R"({"Error":""})");
+  EXPECT_EQ(b1.get().body, R"({"Error":""})");
+  ASSERT_EQ(api.bindings().size(), 2u);
+  EXPECT_EQ(api.GetPod("default", "g-0")["spec"]["nodeName"], n0);
+  EXPECT_EQ(api.bindings()[0]["target"]["kind"], "Node");
+  EXPECT_TRUE(api.WaitFor([&] {
+    for (const Json& e : api.events())
+      if (e.value("reason", "") == "GangReserved") return true;
+    return false;
+  }));
+
+  // Barrier expiry in cluster mode: an Event on the waiting pod.
+  Json h0 = MakePod(GangPod("h", 2, 0, 8));
+  api.PutPod(h0);
+  std::string m0 = Filter1(d.h(), h0, names);
+  ASSERT_FALSE(m0.empty());
+  auto r = BindAsync(d.h(), h0, m0).get();
+  EXPECT_NE(r.body.find("reached bind"), std::string::npos) << r.body;
+  EXPECT_TRUE(api.WaitFor([&] {
+    for (const Json& e : api.events()) {
+      if (e.value("reason", "") == "GangExpired" && e["involvedObject"]["name"] == "h-0" &&
+          e["type"] == "Warning")
+        return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(api.bindings().size(), 2u);
+
+  // 409 from the API server: bound elsewhere is an error, bound to the same node is success.
+  KubeConfig kc;
+  kc.server = api.url();
+  KubeBinder binder(std::make_shared<KubeClient>(kc));
+  EXPECT_TRUE(binder.Bind({"g-0", "default", "uid-g-0", n0}).ok());
+  absl::Status conflict = binder.Bind({"g-0", "default", "uid-g-0", "gpu-node-999"});
+  EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists) << conflict;
+  EXPECT_NE(conflict.message().find("already assigned"), std::string::npos);
+}
+
+TEST(KubeSyncTest, RestartInTheMiddleOfAGang) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  api.PutPod(BoundPod("done-0", "gpu-node-000", 8));  // an earlier job, still running
+  std::vector<std::string> names = NodeNames(4);
+  Json g0 = MakePod(GangPod("g", 3, 0, 8)), g1 = MakePod(GangPod("g", 3, 1, 8)),
+       g2 = MakePod(GangPod("g", 3, 2, 8));
+  for (const Json* p : {&g0, &g1, &g2}) api.PutPod(*p);
+  pplx::task<testing::Reply> held;
+  {
+    KubeDaemon a(api);
+    ASSERT_TRUE(a.sync().WaitSynced(absl::Seconds(10)));
+    std::string n0 = Filter1(a.h(), g0, names);
+    ASSERT_FALSE(n0.empty());
+    EXPECT_NE(n0, "gpu-node-000");
+    held = BindAsync(a.h(), g0, n0);
+    EXPECT_FALSE(held.is_done());
+  }  // daemon A goes away with one member held at the barrier
+  testing::Reply r = held.get();
+  auto res = ParseBindingResult(r.body);
+  EXPECT_TRUE(r.status != 200 || (res.ok() && !res->error.empty())) << "the held bind fails";
+  EXPECT_TRUE(api.bindings().empty()) << "nothing was bound: no partial gang";
+
+  KubeDaemon b(api);
+  ASSERT_TRUE(b.sync().WaitSynced(absl::Seconds(10)));
+  EXPECT_EQ(b.FreeOn("gpu-node-000"), 0) << "bound pods keep their GPUs across the restart";
+  std::vector<pplx::task<testing::Reply>> binds;
+  std::set<std::string> used;
+  for (const Json* p : {&g0, &g1, &g2}) {
+    std::string n = Filter1(b.h(), *p, names);
+    ASSERT_FALSE(n.empty());
+    EXPECT_NE(n, "gpu-node-000");
+    used.insert(n);
+    binds.push_back(BindAsync(b.h(), *p, n));
+  }
+  EXPECT_EQ(used.size(), 3u);
+  for (auto& t : binds) EXPECT_EQ(t.get().body, R"({"Error":""})");
+  EXPECT_EQ(api.bindings().size(), 3u);
+  EXPECT_TRUE(Eventually([&] {
+    return b.FreeOn("gpu-node-001") + b.FreeOn("gpu-node-002") + b.FreeOn("gpu-node-003") == 0;
+  }));
+  EXPECT_TRUE(b.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+}  // namespace
+}  // namespace topogang
