@@ -16,7 +16,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
           d, source,
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
            "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes",
-           "starvation_threshold_seconds", "hold_min_gpus", "max_holds"},
+           "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
+           "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
           "daemon");
       !s.ok()) {
     return s;

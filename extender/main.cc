@@ -4,6 +4,8 @@
 //       standalone: the cluster file is the node set, bindings are recorded in memory
 //   topogangd (--kubeconfig FILE | --in-cluster) [--config FILE] [--http-port P]
 //       cluster mode: nodes and pods from the API server, bindings through it
+//   Either mode also serves the gRPC placement and agent services when the config has a
+//   daemon.grpc section or --grpc-address is given (docs/grpc.md).
 //
 // SIGTERM/SIGINT: stop listening, fail held binds, exit 0.
 #include <pthread.h>
@@ -22,6 +24,8 @@
 #include "extender/daemon_config.h"
 #include "extender/daemon_state.h"
 #include "extender/extender_service.h"
+#include "extender/grpc_config.h"
+#include "extender/grpc_server.h"
 #include "extender/http_server.h"
 #include "extender/kube_sync.h"
 
@@ -31,7 +35,9 @@ namespace {
 constexpr char kUsage[] =
     "usage: topogangd --cluster FILE [--config FILE] --http-port P [--bind-address ADDR]\n"
     "       topogangd (--kubeconfig FILE | --in-cluster) [--config FILE] [--http-port P]\n"
-    "options: --url-prefix PATH  --bind-window-ms N  --gpu-resource NAME\n";
+    "options: --url-prefix PATH  --bind-window-ms N  --gpu-resource NAME\n"
+    "         --grpc-address HOST:PORT (gRPC placement + agent services; also daemon.grpc)\n"
+    "         --grpc-insecure-agents (accept agents without a token or certificate: demos only)\n";
 
 int Fail(const std::string& msg) {
   std::cerr << "topogangd: " << msg << "\n";
@@ -41,8 +47,8 @@ int Fail(const std::string& msg) {
 int Main(int argc, char** argv) {
   auto args = cli::ParseArgs(argc, argv, 1,
                              {"cluster", "config", "http-port", "bind-address", "url-prefix",
-                              "bind-window-ms", "gpu-resource", "kubeconfig"},
-                             {"in-cluster", "help"});
+                              "bind-window-ms", "gpu-resource", "kubeconfig", "grpc-address"},
+                             {"in-cluster", "help", "grpc-insecure-agents"});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (args->Has("help")) {
     std::cout << kUsage;
@@ -84,6 +90,18 @@ int Main(int argc, char** argv) {
     daemon.extender.bind_window = absl::Milliseconds(ms);
   }
 
+  const bool want_grpc = args->Has("grpc-address") ||
+                         (config.daemon.IsDefined() && config.daemon.IsMap() &&
+                          config.daemon["grpc"].IsDefined() && !config.daemon["grpc"].IsNull());
+  GrpcServerOptions grpc_options;
+  if (want_grpc) {
+    auto g = ParseGrpcConfig(config.daemon.IsMap() ? config.daemon["grpc"] : YAML::Node(),
+                             args->Get("config", "config"));
+    if (!g.ok()) return Fail(std::string(g.status().message()));
+    grpc_options = *g;
+    if (args->Has("grpc-address")) grpc_options.address = args->Get("grpc-address");
+    if (args->Has("grpc-insecure-agents")) grpc_options.allow_unauthenticated_agents = true;
+  }
   // Block the stop signals in every thread; main waits for them with sigwait.
   sigset_t stop;
   sigemptyset(&stop);
@@ -131,6 +149,16 @@ int Main(int argc, char** argv) {
   }
   if (absl::Status s = server.Start(); !s.ok()) return Fail(std::string(s.message()));
   if (sync) sync->Start();
+  std::unique_ptr<GrpcServer> grpc_server;
+  if (want_grpc) {
+    auto g = StartGrpcServer(*state, grpc_options);
+    if (!g.ok()) {
+      server.Stop();
+      return Fail(absl::StrCat("gRPC on ", grpc_options.address, ": ", g.status().message()));
+    }
+    grpc_server = *std::move(g);
+    std::cerr << "topogangd: gRPC on port " << grpc_server->port() << std::endl;
+  }
   std::cerr << "topogangd: serving " << server.BaseUrl() << daemon.http.prefix << "/{"
             << daemon.http.filter_verb << "," << daemon.http.prioritize_verb << ","
             << daemon.http.bind_verb << "," << daemon.http.preempt_verb << "} ("
@@ -140,6 +168,7 @@ int Main(int argc, char** argv) {
   sigwait(&stop, &sig);
   std::cerr << "topogangd: signal " << sig << ", shutting down" << std::endl;
   if (sync) sync->Stop();
+  if (grpc_server) grpc_server->Shutdown();
   server.Stop();
   state->Shutdown();
   return 0;
