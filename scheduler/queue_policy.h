@@ -50,7 +50,7 @@ struct QueueOptions {
   double hold_max_shortfall_share = 0.01;
   // ... and in any case once the gang has waited this long: the guarantee against starvation
   // when backfill keeps its domain too busy to ever look nearly ready.
-  absl::Duration hold_anyway_after = absl::Hours(24);
+  absl::Duration hold_anyway_after = absl::Hours(48);
   // Give a hold up when the gang has not started this long after the hold began, and let it
   // hold again only after the same time again (its GPUs go back to backfill meanwhile).
   // Zero = never give up.
