@@ -47,7 +47,7 @@ of its placement (communication model, docs/placement-quality.md).
   --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
   --queue-claim-factor X, --queue-whole-member-holds 0|1, --queue-claim-order
   most-free|fewest-gangs, --queue-hold-ready-fraction F, --queue-hold-max-shortfall F,
-  --queue-hold-timeout-minutes M (0 = never)
+  --queue-hold-timeout-minutes M (0 = never), --queue-hold-when-backfill-blocks 0|1
                           topogang only: override the daemon's GangQueue options
   --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
                           repair keeps its bandwidth (default: requeue and re-plan gangs that
@@ -118,6 +118,7 @@ int RunSimulate(int argc, char** argv) {
                          "queue-hold-ready-fraction",
                          "queue-hold-max-shortfall",
                          "queue-hold-timeout-minutes",
+                         "queue-hold-when-backfill-blocks",
                          "generate",
                          "profile",
                          "load",
@@ -156,7 +157,7 @@ int RunSimulate(int argc, char** argv) {
   }
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
-  double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout;
+  double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf;
   int q_order = -1;
   if (args->Has("queue-claim-order")) {
     const std::string order = args->Get("queue-claim-order");
@@ -184,6 +185,7 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-hold-ready-fraction", -1, -1, 1, &q_ready) ||
       !ParseDouble(*args, "queue-hold-max-shortfall", -1, -1, 1, &q_short) ||
       !ParseDouble(*args, "queue-hold-timeout-minutes", -1, -1, 1e7, &q_timeout) ||
+      !ParseDouble(*args, "queue-hold-when-backfill-blocks", -1, -1, 1, &q_bf) ||
       !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
       !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
       !ParseDouble(*args, "generate", 0, 0, sim::kMaxTraceJobs, &gen_n) ||
@@ -282,6 +284,7 @@ int RunSimulate(int argc, char** argv) {
   opt.queue_hold_ready_fraction = q_ready;
   opt.queue_hold_max_shortfall = q_short;
   opt.queue_hold_timeout_s = q_timeout < 0 ? -1 : q_timeout * 60;
+  opt.queue_hold_when_backfill_blocks = static_cast<int>(q_bf);
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

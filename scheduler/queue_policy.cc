@@ -74,6 +74,23 @@ int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) 
   return -1;
 }
 
+bool GangQueue::BackfillBlocks(const GangScheduler& sched, const Entry& e,
+                               const std::vector<int>& nodes) const {
+  const Cluster& c = sched.cluster();
+  std::vector<int> younger(c.num_nodes(), 0);  // GPUs of gangs started after e arrived
+  for (const auto& [name, rec] : sched.gangs()) {
+    if (rec.state == GangState::kHeld || rec.reserved_at <= e.enqueued) continue;
+    for (const MemberPlacement& m : rec.placement.members) {
+      younger[m.node] += static_cast<int>(m.gpus.size());
+    }
+  }
+  int members = 0;
+  for (int n : nodes) {
+    members += std::min(c.node(n).gpus, c.NodeFreeHealthy(n) + younger[n]) / e.spec.gpus_per_member;
+  }
+  return members >= e.spec.members;
+}
+
 bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   const Cluster& c = sched.cluster();
   const GangSpec& g = e.spec;
@@ -99,7 +116,10 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
                               free_members >= options_.hold_ready_fraction * g.members;
     const bool small_shortfall = shortfall <= options_.hold_max_shortfall_share * c.num_gpus();
     const bool waited_too_long = now - e.enqueued >= options_.hold_anyway_after;
-    if (!nearly_ready && !small_shortfall && !waited_too_long) return false;
+    if (!nearly_ready && !small_shortfall && !waited_too_long &&
+        !(options_.hold_when_backfill_blocks && BackfillBlocks(sched, e, nodes))) {
+      return false;
+    }
     e.holding = true;
     e.hold_since = now;
   } else if (options_.hold_timeout > absl::ZeroDuration() &&

@@ -32,7 +32,8 @@ struct SimOptions {
   double queue_hold_ready_fraction = -1;
   double queue_hold_max_shortfall = -1;
   double queue_hold_timeout_s = -1;
-  bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
+  int queue_hold_when_backfill_blocks = -1;  // 0/1
+  bool repair_in_place_always = false;       // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
 };

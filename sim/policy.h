@@ -46,6 +46,7 @@ struct PolicyContext {
   double queue_hold_ready_fraction = -1;
   double queue_hold_max_shortfall = -1;
   double queue_hold_timeout_s = -1;
+  int queue_hold_when_backfill_blocks = -1;  // 0/1
   // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By
   // default a failure-hit gang is repaired in place only when it already runs at its ideal
   // bandwidth and the repair keeps that; otherwise it is requeued and re-planned whole (a

@@ -48,6 +48,9 @@ class TopogangPolicy : public Policy {
     if (ctx.queue_hold_ready_fraction >= 0) o.hold_ready_fraction = ctx.queue_hold_ready_fraction;
     if (ctx.queue_hold_max_shortfall >= 0)
       o.hold_max_shortfall_share = ctx.queue_hold_max_shortfall;
+    if (ctx.queue_hold_when_backfill_blocks >= 0) {
+      o.hold_when_backfill_blocks = ctx.queue_hold_when_backfill_blocks;
+    }
     if (ctx.queue_hold_timeout_s >= 0) o.hold_timeout = absl::Seconds(ctx.queue_hold_timeout_s);
     return o;
   }

@@ -54,15 +54,17 @@ TEST(GangQueue, PriorityThenArrivalOrder) {
 // A stream of one-node jobs keeps every leaf partly busy (never more than half of a leaf free).
 // Without holds the 4-node gang waits forever; with holds it starts once the GPUs of one leaf
 // drain into its hold.
-enum class Holds { kOff, kAtOnce, kDefaults, kDefaultsNeverAnyway };
+enum class Holds { kOff, kAtOnce, kDefaults, kDefaultsNeverAnyway, kBackfillBlocks };
 int StartTickOfBigGang(Holds holds) {
   GangScheduler s(MakeCluster(1, 1, 2, 4, 8));
   QueueOptions opts;
   if (holds == Holds::kAtOnce) opts = HoldAtOnce();
   opts.starvation_threshold = absl::Seconds(5);
   opts.hold_min_gpus = holds == Holds::kOff ? 1 << 30 : 32;
-  opts.hold_anyway_after =
-      holds == Holds::kDefaultsNeverAnyway ? absl::InfiniteDuration() : absl::Seconds(30);
+  opts.hold_anyway_after = holds == Holds::kDefaultsNeverAnyway || holds == Holds::kBackfillBlocks
+                               ? absl::InfiniteDuration()
+                               : absl::Seconds(30);
+  opts.hold_when_backfill_blocks = holds == Holds::kBackfillBlocks;
   GangQueue q(opts);
   absl::Time t0 = absl::UnixEpoch();
   std::vector<std::pair<std::string, int>> running;  // (name, end tick)
@@ -110,6 +112,13 @@ TEST(GangQueue, DefaultHoldsStartLateButStillStopStarvation) {
   int tick = StartTickOfBigGang(Holds::kDefaults);
   EXPECT_GT(tick, 30);
   EXPECT_LE(tick, 35) << "hold_anyway_after 30s + at most one job duration";
+}
+
+TEST(GangQueue, HoldWhenBackfillBlocksStartsTheHoldAtOnce) {
+  // Every busy node runs a job that started after the big gang arrived: backfill blocks it.
+  int tick = StartTickOfBigGang(Holds::kBackfillBlocks);
+  EXPECT_GT(tick, 0);
+  EXPECT_LE(tick, 10) << "threshold 5s + at most one job duration";
 }
 
 TEST(GangQueue, HoldIsInvisibleToOthersAndFreedOnRemove) {
@@ -260,6 +269,27 @@ TEST(GangQueue, TimedOutHoldBacksOffThenHoldsAgain) {
   EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(20)).empty());
   EXPECT_EQ(HeldNodes(s, "big"), std::vector<int>{0}) << "holds again after the backoff";
   EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(GangQueue, OlderJobsDoNotCountAsBackfill) {
+  GangScheduler s(MakeCluster(1, 1, 1, 4, 8));
+  QueueOptions opts = HoldAtOnce();
+  opts.hold_ready_fraction = 0;
+  opts.hold_max_shortfall_share = 0;
+  opts.hold_when_backfill_blocks = true;
+  GangQueue q(opts);
+  absl::Time t = absl::UnixEpoch() + absl::Hours(1);
+  for (int n = 0; n < 3; ++n) RunOn(s, "old" + std::to_string(n), n, 0, 8);  // at the epoch
+  ASSERT_TRUE(q.Enqueue(Gang("big", 4, 8), t).ok());
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "the old jobs were there first: no hold";
+  ASSERT_TRUE(s.Release("old0").ok());
+  ASSERT_TRUE(q.Enqueue(Gang("young", 1, 8), t + absl::Seconds(1)).ok());
+  ASSERT_EQ(q.Schedule(s, t + absl::Seconds(1)), std::vector<std::string>{"young"});
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "free + young = 2 of 4 members";
+  ASSERT_TRUE(s.Release("old1").ok());
+  EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(2)).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "free + young = 3 of 4 members";
 }
 
 }  // namespace
