@@ -6,7 +6,9 @@
 // past `starvation_threshold`, the queue holds GPUs for it in its best domain as they free up (a
 // kHeld record in the GangScheduler, invisible to the planner for everybody else) until it fits.
 // This is Slurm's "reserve for the head, backfill the rest" idea applied to one domain, so the
-// held GPUs also keep the big gang's locality.
+// held GPUs also keep the big gang's locality. A held GPU idles, and with heavy-tailed run times
+// (which the daemon does not know) a hold can wait hours, so by default holds start only for
+// nearly-ready gangs and hold whole members only (QueueOptions; docs/placement-quality.md).
 #pragma once
 
 #include <string>
