@@ -45,7 +45,9 @@ of its placement (communication model, docs/placement-quality.md).
   --locality-patience S   topogang only, prototype queue change (default 0 = off): a gang
                           planned below its ideal bandwidth waits up to S seconds for better
   --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
-  --queue-claim-factor X
+  --queue-claim-factor X, --queue-whole-member-holds 0|1, --queue-claim-order
+  most-free|fewest-gangs, --queue-hold-ready-fraction F, --queue-hold-max-shortfall F,
+  --queue-hold-timeout-minutes M (0 = never), --queue-hold-when-backfill-blocks 0|1
                           topogang only: override the daemon's GangQueue options
   --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
                           repair keeps its bandwidth (default: requeue and re-plan gangs that
@@ -111,6 +113,12 @@ int RunSimulate(int argc, char** argv) {
                          "queue-hold-min-gpus",
                          "queue-max-holds",
                          "queue-claim-factor",
+                         "queue-whole-member-holds",
+                         "queue-claim-order",
+                         "queue-hold-ready-fraction",
+                         "queue-hold-max-shortfall",
+                         "queue-hold-timeout-minutes",
+                         "queue-hold-when-backfill-blocks",
                          "generate",
                          "profile",
                          "load",
@@ -149,7 +157,17 @@ int RunSimulate(int argc, char** argv) {
   }
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
-  double q_starve, q_min, q_holds, q_claim;
+  double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf;
+  int q_order = -1;
+  if (args->Has("queue-claim-order")) {
+    const std::string order = args->Get("queue-claim-order");
+    if (order != "most-free" && order != "fewest-gangs") {
+      std::cerr << "topogang simulate: --queue-claim-order must be most-free or fewest-gangs, got '"
+                << order << "'\n";
+      return 2;
+    }
+    q_order = order == "fewest-gangs";
+  }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
@@ -163,6 +181,11 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-hold-min-gpus", -1, -1, 1e7, &q_min) ||
       !ParseDouble(*args, "queue-max-holds", -1, -1, 1e6, &q_holds) ||
       !ParseDouble(*args, "queue-claim-factor", -1, -1, 100, &q_claim) ||
+      !ParseDouble(*args, "queue-whole-member-holds", -1, -1, 1, &q_whole) ||
+      !ParseDouble(*args, "queue-hold-ready-fraction", -1, -1, 1, &q_ready) ||
+      !ParseDouble(*args, "queue-hold-max-shortfall", -1, -1, 1, &q_short) ||
+      !ParseDouble(*args, "queue-hold-timeout-minutes", -1, -1, 1e7, &q_timeout) ||
+      !ParseDouble(*args, "queue-hold-when-backfill-blocks", -1, -1, 1, &q_bf) ||
       !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
       !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
       !ParseDouble(*args, "generate", 0, 0, sim::kMaxTraceJobs, &gen_n) ||
@@ -256,6 +279,12 @@ int RunSimulate(int argc, char** argv) {
   opt.queue_hold_min_gpus = static_cast<int>(q_min);
   opt.queue_max_holds = static_cast<int>(q_holds);
   opt.queue_claim_factor = q_claim;
+  opt.queue_whole_member_holds = static_cast<int>(q_whole);
+  opt.queue_claim_order = q_order;
+  opt.queue_hold_ready_fraction = q_ready;
+  opt.queue_hold_max_shortfall = q_short;
+  opt.queue_hold_timeout_s = q_timeout < 0 ? -1 : q_timeout * 60;
+  opt.queue_hold_when_backfill_blocks = static_cast<int>(q_bf);
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

@@ -1,6 +1,7 @@
 #include "scheduler/queue_policy.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 
@@ -29,7 +30,7 @@ absl::Status GangQueue::Enqueue(const GangSpec& gang, absl::Time now) {
   if (Contains(gang.name)) {
     return absl::AlreadyExistsError(absl::StrCat("gang '", gang.name, "' is already waiting"));
   }
-  waiting_.push_back(Entry{gang, now, -1});
+  waiting_.push_back(Entry{gang, now});
   return absl::OkStatus();
 }
 
@@ -73,6 +74,23 @@ int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) 
   return -1;
 }
 
+bool GangQueue::BackfillBlocks(const GangScheduler& sched, const Entry& e,
+                               const std::vector<int>& nodes) const {
+  const Cluster& c = sched.cluster();
+  std::vector<int> younger(c.num_nodes(), 0);  // GPUs of gangs started after e arrived
+  for (const auto& [name, rec] : sched.gangs()) {
+    if (rec.state == GangState::kHeld || rec.reserved_at <= e.enqueued) continue;
+    for (const MemberPlacement& m : rec.placement.members) {
+      younger[m.node] += static_cast<int>(m.gpus.size());
+    }
+  }
+  int members = 0;
+  for (int n : nodes) {
+    members += std::min(c.node(n).gpus, c.NodeFreeHealthy(n) + younger[n]) / e.spec.gpus_per_member;
+  }
+  return members >= e.spec.members;
+}
+
 bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   const Cluster& c = sched.cluster();
   const GangSpec& g = e.spec;
@@ -82,27 +100,65 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   }
   if (e.hold_domain < 0)
     return false;  // can never fit (too big, or drained): nothing worth holding
-  // Claim the nodes closest to being free, enough to hold the gang once they are; hold every
-  // free GPU on them now. GPUs freed later on claimed nodes are held on the next Schedule().
   const Domain& d = c.domain(e.hold_domain);
-  std::vector<std::pair<int, int>> nodes;  // (-free, node)
+  std::vector<int> nodes;
+  int free_members = 0;
   for (int n = d.node_begin; n < d.node_end; ++n) {
     if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
     if (c.node(n).gpus < g.gpus_per_member) continue;
-    nodes.emplace_back(-c.NodeFreeHealthy(n), n);
+    nodes.push_back(n);
+    free_members += c.NodeFreeHealthy(n) / g.gpus_per_member;
   }
-  std::sort(nodes.begin(), nodes.end());
+  if (!e.holding) {
+    if (now < e.hold_retry_at) return false;
+    const double shortfall = static_cast<double>(g.members - free_members) * g.gpus_per_member;
+    const bool nearly_ready = options_.hold_ready_fraction > 0 &&
+                              free_members >= options_.hold_ready_fraction * g.members;
+    const bool small_shortfall = shortfall <= options_.hold_max_shortfall_share * c.num_gpus();
+    const bool waited_too_long = now - e.enqueued >= options_.hold_anyway_after;
+    if (!nearly_ready && !small_shortfall && !waited_too_long &&
+        !(options_.hold_when_backfill_blocks && BackfillBlocks(sched, e, nodes))) {
+      return false;
+    }
+    e.holding = true;
+    e.hold_since = now;
+  } else if (options_.hold_timeout > absl::ZeroDuration() &&
+             now - e.hold_since >= options_.hold_timeout) {
+    e.holding = false;  // give the GPUs back to backfill for a while
+    e.hold_retry_at = now + options_.hold_timeout;
+    return false;
+  }
+  // Claim the nodes closest to being free, enough to hold the gang once they are; hold the free
+  // GPUs on them now. GPUs freed later on claimed nodes are held on the next Schedule().
+  std::vector<int> gangs_on(options_.claim_order == ClaimOrder::kFewestGangs ? c.num_nodes() : 0);
+  if (!gangs_on.empty()) {
+    for (const auto& [name, rec] : sched.gangs()) {
+      int last = -1;
+      for (const MemberPlacement& m : rec.placement.members) {
+        if (m.node != last) ++gangs_on[m.node];  // members of one gang on a node are adjacent
+        last = m.node;
+      }
+    }
+  }
+  auto key = [&](int n) {
+    return std::make_tuple(gangs_on.empty() ? 0 : gangs_on[n], -c.NodeFreeHealthy(n), n);
+  };
+  std::sort(nodes.begin(), nodes.end(), [&](int a, int b) { return key(a) < key(b); });
   Placement hold;
   int members = 0;
   const int claim =
       std::max(g.members, static_cast<int>(g.members * options_.claim_factor + 0.999));
-  for (auto [neg_free, n] : nodes) {
+  for (int n : nodes) {
     if (members >= claim) break;
     members += c.node(n).gpus / g.gpus_per_member;
     MemberPlacement mp{n, {}};
     for (int i = 0; i < c.node(n).gpus; ++i) {
       int gpu = c.node(n).gpu_begin + i;
       if (c.IsUsable(gpu)) mp.gpus.push_back(gpu);
+    }
+    if (options_.whole_member_holds) {
+      // Leave a partial member's worth to the small jobs already on the node.
+      mp.gpus.resize(mp.gpus.size() / g.gpus_per_member * g.gpus_per_member);
     }
     if (!mp.gpus.empty()) hold.members.push_back(std::move(mp));
   }
@@ -138,6 +194,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       ++holds;
     } else {
       e.hold_domain = -1;
+      e.holding = false;
     }
     ++i;
   }

@@ -6,7 +6,9 @@
 // past `starvation_threshold`, the queue holds GPUs for it in its best domain as they free up (a
 // kHeld record in the GangScheduler, invisible to the planner for everybody else) until it fits.
 // This is Slurm's "reserve for the head, backfill the rest" idea applied to one domain, so the
-// held GPUs also keep the big gang's locality.
+// held GPUs also keep the big gang's locality. A held GPU idles, and with heavy-tailed run times
+// (which the daemon does not know) a hold can wait hours, so by default holds start only for
+// nearly-ready gangs and hold whole members only (QueueOptions; docs/placement-quality.md).
 #pragma once
 
 #include <string>
@@ -20,16 +22,45 @@
 
 namespace topogang {
 
+// How a starved gang's hold picks the nodes it claims in its domain.
+enum class ClaimOrder {
+  kMostFree,     // the nodes with the most free GPUs now
+  kFewestGangs,  // the nodes with the fewest gangs still running on them (fewer jobs to wait
+                 // for: with heavy-tailed run times the slowest of many ends late), then most free
+};
+
 struct QueueOptions {
   absl::Duration starvation_threshold = absl::Minutes(10);
   // Only gangs of at least this many GPUs get holds: small ones fit into any gap soon.
   int hold_min_gpus = 64;
   // How many starved gangs may hold GPUs at once (the oldest first).
   int max_holds = 1;
-  // Claim nodes for this many times the gang's size. A gang can start only when enough claimed
-  // nodes are free; with heavy-tailed run times, waiting for the fastest of 1.5x the nodes is far
-  // shorter than waiting for the slowest of exactly enough (and idles fewer held GPUs).
-  double claim_factor = 1.5;
+  // Claim nodes for this many times the gang's members. More than 1 did not shorten waits in
+  // the simulations (docs/placement-quality.md) and idles more GPUs.
+  double claim_factor = 1.0;
+  // Hold a claimed node's free GPUs only in whole members (a node with fewer free GPUs than one
+  // member needs is left to the small jobs already there), so at most the gang's size is idle.
+  bool whole_member_holds = true;
+  ClaimOrder claim_order = ClaimOrder::kFewestGangs;
+  // A starved gang starts holding only once it is nearly ready, so a hold idles few GPUs for
+  // long: when the free GPUs of its hold domain (in whole members) reach hold_ready_fraction of
+  // the gang, or when its shortfall there (GPUs it still needs) is at most
+  // hold_max_shortfall_share of the cluster's GPUs (small gangs). A started hold keeps going.
+  // hold_ready_fraction = 0 and hold_max_shortfall_share = 1: hold as soon as starved.
+  // Holding from the start idled 6k-233k GPU-hours per trace (docs/placement-quality.md).
+  double hold_ready_fraction = 0.65;
+  double hold_max_shortfall_share = 0.01;
+  // ... and in any case once the gang has waited this long: the guarantee against starvation
+  // when backfill keeps its domain too busy to ever look nearly ready.
+  absl::Duration hold_anyway_after = absl::Hours(48);
+  // ... or (off by default) when backfill is what blocks it: the domain would hold the gang if
+  // the gangs that started after it arrived were gone. Restores the bounded start under a
+  // sustained stream of small jobs, but lost mean JCT on llm-failures-16k (118 m against 111 m).
+  bool hold_when_backfill_blocks = false;
+  // Give a hold up when the gang has not started this long after the hold began, and let it
+  // hold again only after the same time again (its GPUs go back to backfill meanwhile).
+  // Zero = never give up.
+  absl::Duration hold_timeout = absl::ZeroDuration();
 };
 
 class GangQueue {
@@ -40,6 +71,9 @@ class GangQueue {
     GangSpec spec;
     absl::Time enqueued;
     int hold_domain = -1;  // domain the hold is in, once starved
+    bool holding = false;  // a hold was started (hold_ready_fraction met) and not given up
+    absl::Time hold_since = absl::InfinitePast();
+    absl::Time hold_retry_at = absl::InfinitePast();  // after a timeout: no hold before this
   };
 
   // AlreadyExists if a gang of that name is waiting.
@@ -60,10 +94,14 @@ class GangQueue {
  private:
   // Frees the hold of `e` (if any) so the planner can see those GPUs.
   void DropHold(GangScheduler& sched, const Entry& e);
-  // Holds free healthy GPUs in e's target domain, up to what the gang needs. False when no
-  // domain could ever hold the gang.
+  // Holds free healthy GPUs in e's target domain, up to what the gang needs. False when it
+  // holds nothing: no domain could ever hold the gang, the domain is not ready enough yet
+  // (hold_ready_fraction), or the hold timed out and is backing off.
   bool GrowHold(GangScheduler& sched, Entry& e, absl::Time now);
   int PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) const;
+  // Whether `nodes` would hold e's gang without the gangs that started after it arrived.
+  bool BackfillBlocks(const GangScheduler& sched, const Entry& e,
+                      const std::vector<int>& nodes) const;
 
   QueueOptions options_;
   std::vector<Entry> waiting_;

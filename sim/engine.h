@@ -27,7 +27,13 @@ struct SimOptions {
   int queue_hold_min_gpus = -1;
   int queue_max_holds = -1;
   double queue_claim_factor = -1;
-  bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
+  int queue_whole_member_holds = -1;  // 0/1
+  int queue_claim_order = -1;         // 0 most free, 1 fewest gangs
+  double queue_hold_ready_fraction = -1;
+  double queue_hold_max_shortfall = -1;
+  double queue_hold_timeout_s = -1;
+  int queue_hold_when_backfill_blocks = -1;  // 0/1
+  bool repair_in_place_always = false;       // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
 };

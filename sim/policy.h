@@ -41,6 +41,12 @@ struct PolicyContext {
   int queue_hold_min_gpus = -1;
   int queue_max_holds = -1;
   double queue_claim_factor = -1;
+  int queue_whole_member_holds = -1;  // 0/1
+  int queue_claim_order = -1;         // 0 most free, 1 fewest gangs
+  double queue_hold_ready_fraction = -1;
+  double queue_hold_max_shortfall = -1;
+  double queue_hold_timeout_s = -1;
+  int queue_hold_when_backfill_blocks = -1;  // 0/1
   // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By
   // default a failure-hit gang is repaired in place only when it already runs at its ideal
   // bandwidth and the repair keeps that; otherwise it is requeued and re-planned whole (a

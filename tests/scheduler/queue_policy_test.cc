@@ -18,6 +18,16 @@ GangSpec Gang(std::string name, int members, int gpus, int priority = 0) {
   return g;
 }
 
+// Holds as soon as a gang cannot start (no starvation wait, no readiness condition).
+QueueOptions HoldAtOnce() {
+  QueueOptions opts;
+  opts.starvation_threshold = absl::ZeroDuration();
+  opts.hold_min_gpus = 1;
+  opts.hold_ready_fraction = 0;
+  opts.hold_max_shortfall_share = 1;
+  return opts;
+}
+
 TEST(GangQueue, BackfillsAroundAGangThatDoesNotFit) {
   GangScheduler s(MakeCluster(1, 1, 2, 2, 8));
   GangQueue q;
@@ -41,13 +51,20 @@ TEST(GangQueue, PriorityThenArrivalOrder) {
   EXPECT_EQ(q.Schedule(s, t + absl::Seconds(6)), std::vector<std::string>{"urgent"});
 }
 
-// A stream of one-node jobs keeps every leaf partly busy. Without holds the 4-node gang waits
-// forever; with holds it starts once the GPUs of one leaf drain into its hold.
-int StartTickOfBigGang(bool holds) {
+// A stream of one-node jobs keeps every leaf partly busy (never more than half of a leaf free).
+// Without holds the 4-node gang waits forever; with holds it starts once the GPUs of one leaf
+// drain into its hold.
+enum class Holds { kOff, kAtOnce, kDefaults, kDefaultsNeverAnyway, kBackfillBlocks };
+int StartTickOfBigGang(Holds holds) {
   GangScheduler s(MakeCluster(1, 1, 2, 4, 8));
   QueueOptions opts;
+  if (holds == Holds::kAtOnce) opts = HoldAtOnce();
   opts.starvation_threshold = absl::Seconds(5);
-  opts.hold_min_gpus = holds ? 32 : 1 << 30;
+  opts.hold_min_gpus = holds == Holds::kOff ? 1 << 30 : 32;
+  opts.hold_anyway_after = holds == Holds::kDefaultsNeverAnyway || holds == Holds::kBackfillBlocks
+                               ? absl::InfiniteDuration()
+                               : absl::Seconds(30);
+  opts.hold_when_backfill_blocks = holds == Holds::kBackfillBlocks;
   GangQueue q(opts);
   absl::Time t0 = absl::UnixEpoch();
   std::vector<std::pair<std::string, int>> running;  // (name, end tick)
@@ -82,17 +99,33 @@ int StartTickOfBigGang(bool holds) {
 }
 
 TEST(GangQueue, HoldsStopStarvationOfLargeGangs) {
-  EXPECT_EQ(StartTickOfBigGang(false), -1) << "the scenario must starve without holds";
-  int tick = StartTickOfBigGang(true);
+  EXPECT_EQ(StartTickOfBigGang(Holds::kOff), -1) << "the scenario must starve without holds";
+  int tick = StartTickOfBigGang(Holds::kAtOnce);
+  EXPECT_GT(tick, 0);
+  EXPECT_LE(tick, 10) << "threshold 5s + at most one job duration";
+}
+
+TEST(GangQueue, DefaultHoldsStartLateButStillStopStarvation) {
+  // The defaults hold only for nearly-ready gangs; here the leaf never looks nearly ready, so
+  // only hold_anyway_after ends the starvation.
+  EXPECT_EQ(StartTickOfBigGang(Holds::kDefaultsNeverAnyway), -1);
+  int tick = StartTickOfBigGang(Holds::kDefaults);
+  EXPECT_GT(tick, 30);
+  EXPECT_LE(tick, 35) << "hold_anyway_after 30s + at most one job duration";
+}
+
+TEST(GangQueue, HoldWhenBackfillBlocksStartsTheHoldAtOnce) {
+  // Every busy node runs a job that started after the big gang arrived: backfill blocks it.
+  int tick = StartTickOfBigGang(Holds::kBackfillBlocks);
   EXPECT_GT(tick, 0);
   EXPECT_LE(tick, 10) << "threshold 5s + at most one job duration";
 }
 
 TEST(GangQueue, HoldIsInvisibleToOthersAndFreedOnRemove) {
   GangScheduler s(MakeCluster(1, 1, 2, 2, 8));
-  QueueOptions opts;
-  opts.starvation_threshold = absl::ZeroDuration();
+  QueueOptions opts = HoldAtOnce();
   opts.hold_min_gpus = 8;
+  opts.whole_member_holds = false;  // hold partial nodes too
   GangQueue q(opts);
   absl::Time t = absl::UnixEpoch();
   ASSERT_TRUE(s.Reserve(Gang("a", 1, 4), t).ok());  // leaf0 node0 half used
@@ -121,6 +154,142 @@ TEST(GangQueue, NoHoldForAGangThatCanNeverFit) {
   ASSERT_TRUE(q.Enqueue(Gang("ok", 1, 8), absl::UnixEpoch()).ok());
   EXPECT_EQ(q.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{"ok"});
   EXPECT_EQ(s.Find(GangQueue::HoldName("impossible")), nullptr);
+}
+
+// Runs a gang on explicit GPUs of one node.
+void RunOn(GangScheduler& s, const std::string& name, int node, int first, int count) {
+  GangSpec g = Gang(name, 1, count);
+  Placement p;
+  MemberPlacement m{node, {}};
+  for (int i = 0; i < count; ++i) m.gpus.push_back(s.cluster().node(node).gpu_begin + first + i);
+  p.members.push_back(m);
+  ASSERT_TRUE(s.Adopt(g, p, GangState::kRunning, absl::UnixEpoch()).ok());
+}
+
+std::vector<int> HeldNodes(const GangScheduler& s, const std::string& gang) {
+  std::vector<int> nodes;
+  if (const GangRecord* h = s.Find(GangQueue::HoldName(gang))) {
+    for (const MemberPlacement& m : h->placement.members) nodes.push_back(m.node);
+  }
+  return nodes;
+}
+
+TEST(GangQueue, WholeMemberHoldsLeavePartialNodesToSmallJobs) {
+  GangScheduler s(MakeCluster(1, 1, 1, 4, 8));
+  GangQueue q(HoldAtOnce());  // whole_member_holds is the default
+  absl::Time t = absl::UnixEpoch();
+  RunOn(s, "a", 0, 0, 4);  // node 0 half used
+  RunOn(s, "b", 1, 0, 8);  // node 1 full
+  ASSERT_TRUE(q.Enqueue(Gang("big", 4, 8), t).ok());
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 4) << "node 0's half is not held";
+  EXPECT_EQ(HeldNodes(s, "big"), (std::vector<int>{2, 3}));
+  ASSERT_TRUE(q.Enqueue(Gang("small", 1, 4), t).ok());
+  EXPECT_EQ(q.Schedule(s, t), std::vector<std::string>{"small"});
+  EXPECT_EQ(s.Find("small")->placement.members[0].node, 0);
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(GangQueue, ClaimOrderPrefersNodesWithFewerGangs) {
+  for (ClaimOrder order : {ClaimOrder::kMostFree, ClaimOrder::kFewestGangs}) {
+    GangScheduler s(MakeCluster(1, 1, 1, 3, 8));
+    QueueOptions opts = HoldAtOnce();
+    opts.whole_member_holds = false;
+    opts.claim_order = order;
+    GangQueue q(opts);
+    absl::Time t = absl::UnixEpoch();
+    RunOn(s, "x", 1, 0, 2);  // node 1: two gangs, 4 GPUs free
+    RunOn(s, "y", 1, 2, 2);
+    RunOn(s, "z", 2, 0, 6);  // node 2: one gang, 2 GPUs free
+    ASSERT_TRUE(q.Enqueue(Gang("big", 2, 8), t).ok());
+    EXPECT_TRUE(q.Schedule(s, t).empty());
+    std::vector<int> want = {0, order == ClaimOrder::kMostFree ? 1 : 2};
+    EXPECT_EQ(HeldNodes(s, "big"), want);
+  }
+}
+
+TEST(GangQueue, ReadyFractionDelaysTheHoldUntilTheDomainIsNearlyFree) {
+  GangScheduler s(MakeCluster(1, 1, 1, 4, 8));
+  QueueOptions opts = HoldAtOnce();
+  opts.hold_ready_fraction = 0.5;
+  opts.hold_max_shortfall_share = 0;
+  GangQueue q(opts);
+  absl::Time t = absl::UnixEpoch();
+  for (int n = 0; n < 4; ++n) RunOn(s, "r" + std::to_string(n), n, 0, 8);
+  ASSERT_TRUE(q.Enqueue(Gang("big", 4, 8), t).ok());
+  ASSERT_TRUE(s.Release("r0").ok());  // 1 of 4 members free: below half
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty());
+  ASSERT_TRUE(s.Release("r1").ok());  // 2 of 4: hold
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_EQ(HeldNodes(s, "big").size(), 2u);
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 0);
+  // A started hold keeps going even if the domain falls below the share.
+  ASSERT_TRUE(q.Enqueue(Gang("late", 1, 8), t).ok());
+  EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(1)).empty()) << "late cannot take held GPUs";
+  EXPECT_EQ(HeldNodes(s, "big").size(), 2u);
+}
+
+TEST(GangQueue, SmallShortfallStartsTheHoldBeforeTheReadyFraction) {
+  GangScheduler s(MakeCluster(1, 1, 2, 4, 8));  // 64 GPUs
+  QueueOptions opts = HoldAtOnce();
+  opts.hold_ready_fraction = 0.9;
+  opts.hold_max_shortfall_share = 0.25;  // 16 GPUs
+  GangQueue q(opts);
+  absl::Time t = absl::UnixEpoch();
+  for (int n = 0; n < 8; ++n) RunOn(s, "r" + std::to_string(n), n, 0, 8);
+  ASSERT_TRUE(q.Enqueue(Gang("big", 4, 8), t).ok());
+  ASSERT_TRUE(s.Release("r0").ok());  // leaf 0: 1 of 4 free, short 24 GPUs
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty());
+  ASSERT_TRUE(s.Release("r1").ok());  // short 16 GPUs: hold, though only half is free
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_EQ(HeldNodes(s, "big"), (std::vector<int>{0, 1}));
+}
+
+TEST(GangQueue, TimedOutHoldBacksOffThenHoldsAgain) {
+  GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+  QueueOptions opts = HoldAtOnce();
+  opts.hold_timeout = absl::Seconds(10);
+  GangQueue q(opts);
+  absl::Time t = absl::UnixEpoch();
+  RunOn(s, "r", 1, 0, 8);
+  ASSERT_TRUE(q.Enqueue(Gang("big", 2, 8), t).ok());
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_EQ(HeldNodes(s, "big"), std::vector<int>{0});
+  EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(9)).empty());
+  EXPECT_EQ(HeldNodes(s, "big"), std::vector<int>{0});
+  EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(10)).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "gave up after the timeout";
+  ASSERT_TRUE(q.Enqueue(Gang("small", 1, 8), t + absl::Seconds(11)).ok());
+  EXPECT_EQ(q.Schedule(s, t + absl::Seconds(11)), std::vector<std::string>{"small"});
+  ASSERT_TRUE(s.Release("small").ok());
+  EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(19)).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "still backing off";
+  EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(20)).empty());
+  EXPECT_EQ(HeldNodes(s, "big"), std::vector<int>{0}) << "holds again after the backoff";
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
+TEST(GangQueue, OlderJobsDoNotCountAsBackfill) {
+  GangScheduler s(MakeCluster(1, 1, 1, 4, 8));
+  QueueOptions opts = HoldAtOnce();
+  opts.hold_ready_fraction = 0;
+  opts.hold_max_shortfall_share = 0;
+  opts.hold_when_backfill_blocks = true;
+  GangQueue q(opts);
+  absl::Time t = absl::UnixEpoch() + absl::Hours(1);
+  for (int n = 0; n < 3; ++n) RunOn(s, "old" + std::to_string(n), n, 0, 8);  // at the epoch
+  ASSERT_TRUE(q.Enqueue(Gang("big", 4, 8), t).ok());
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "the old jobs were there first: no hold";
+  ASSERT_TRUE(s.Release("old0").ok());
+  ASSERT_TRUE(q.Enqueue(Gang("young", 1, 8), t + absl::Seconds(1)).ok());
+  ASSERT_EQ(q.Schedule(s, t + absl::Seconds(1)), std::vector<std::string>{"young"});
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "free + young = 2 of 4 members";
+  ASSERT_TRUE(s.Release("old1").ok());
+  EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(2)).empty());
+  EXPECT_TRUE(HeldNodes(s, "big").empty()) << "free + young = 3 of 4 members";
 }
 
 }  // namespace
