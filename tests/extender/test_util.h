@@ -17,25 +17,9 @@
 #include "extender/wire_types.h"
 #include "topology/cluster.h"
 
-namespace topogang::testing {
+#include "tests/test_util.h"  // SourceDir(), BinDir()
 
-// Repository root and build bin dir: the environment wins, else the compile definitions.
-inline std::string SourceDir() {
-  if (const char* e = std::getenv("TOPOGANG_SOURCE_DIR")) return e;
-#ifdef TOPOGANG_SOURCE_DIR
-  return TOPOGANG_SOURCE_DIR;
-#else
-  return ".";
-#endif
-}
-inline std::string BinDir() {
-  if (const char* e = std::getenv("TOPOGANG_BIN_DIR")) return e;
-#ifdef TOPOGANG_BIN_DIR
-  return TOPOGANG_BIN_DIR;
-#else
-  return "build/bin";
-#endif
-}
+namespace topogang::testing {
 
 inline std::string WireDir() { return SourceDir() + "/../shared/kube-scheduler-wire"; }
 

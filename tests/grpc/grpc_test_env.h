@@ -18,32 +18,9 @@
 #include "extender/grpc_server.h"
 #include "scheduler/clock.h"
 
+#include "tests/test_util.h"  // SourceDir(), BinDir()
+
 namespace topogang::testing {
-
-// The source tree: $TOPOGANG_SOURCE_DIR, else the TOPOGANG_SOURCE_DIR compile definition (main's
-// tests/CMakeLists.txt passes it that way), else ".".
-inline std::string SourceDir() {
-  if (const char* d = std::getenv("TOPOGANG_SOURCE_DIR"); d && *d) return d;
-#ifdef TOPOGANG_SOURCE_DIR
-  return TOPOGANG_SOURCE_DIR;
-#else
-  return ".";
-#endif
-}
-
-// Where topogang and topogang-agent are: $TOPOGANG_BIN_DIR, else next to this test binary (all
-// executables land in build/bin).
-inline std::string BinDir() {
-  if (const char* d = std::getenv("TOPOGANG_BIN_DIR"); d && *d) return d;
-#ifdef TOPOGANG_BIN_DIR
-  return TOPOGANG_BIN_DIR;
-#endif
-  char buf[4096];
-  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return "build/bin";
-  std::string exe(buf, static_cast<size_t>(n));
-  return exe.substr(0, exe.rfind('/'));
-}
 
 inline GangScheduler LabScheduler() {
   auto loaded = LoadClusterFiles(SourceDir() + "/examples/clusters/lab-64.yaml", "");

@@ -1,0 +1,117 @@
+// The real topogangd binary with both front ends: a gang scheduled through the extender's HTTP
+// verbs shows up on gRPC WatchDecisions (reserve, then bind) and in ListGangs as running.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "extender/http_server.h"
+#include "tests/extender/harness.h"
+#include "topogang/v1/placement.grpc.pb.h"
+
+namespace topogang {
+namespace {
+
+namespace v1 = ::topogang::v1;
+
+TEST(TopogangdGrpcTest, WatchDecisionsStreamsAGangScheduledThroughTheExtender) {
+  const int http_port = PickFreePort(), grpc_port = PickFreePort();
+  ASSERT_GT(http_port, 0);
+  ASSERT_GT(grpc_port, 0);
+  ASSERT_NE(http_port, grpc_port);
+  const std::string bin = testing::BinDir() + "/topogangd";
+  const std::string cluster = testing::SourceDir() + "/examples/clusters/lab-64.yaml";
+  const std::string http_s = std::to_string(http_port);
+  const std::string grpc_addr = absl::StrCat("127.0.0.1:", grpc_port);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl(bin.c_str(), "topogangd", "--cluster", cluster.c_str(), "--http-port", http_s.c_str(),
+          "--bind-address", "127.0.0.1", "--grpc-address", grpc_addr.c_str(), nullptr);
+    _exit(127);
+  }
+  web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", http_port));
+  bool up = false;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline && !up;) {
+    try {
+      up = client.request(web::http::methods::GET, "/healthz").get().status_code() == 200;
+    } catch (...) {
+      absl::SleepFor(absl::Milliseconds(20));  // the process is still starting
+    }
+  }
+  ASSERT_TRUE(up) << "topogangd did not come up";
+
+  auto channel = grpc::CreateChannel(grpc_addr, grpc::InsecureChannelCredentials());
+  ASSERT_TRUE(
+      channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10)));
+  auto stub = v1::PlacementService::NewStub(channel);
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::WatchDecisionsRequest wreq;
+  wreq.set_from_now(true);
+  auto reader = stub->WatchDecisions(&watch_ctx, wreq);
+  reader->WaitForInitialMetadata();
+
+  auto post = [&](const std::string& path, const std::string& body) {
+    web::http::http_request req(web::http::methods::POST);
+    req.set_request_uri(path);
+    req.set_body(body, "application/json");
+    return client.request(req);
+  };
+  std::vector<std::string> names = {"lab-a1", "lab-a2", "lab-a3", "lab-a4",
+                                    "lab-b1", "lab-b2", "lab-b3", "lab-b4"};
+  std::vector<pplx::task<web::http::http_response>> binds;
+  for (int i = 0; i < 2; ++i) {
+    Json pod = testing::MakePod(testing::GangPod("demo", 2, i, 8));
+    auto f = ParseFilterResult(
+        post("/filter", testing::FilterBody(pod, names)).get().extract_utf8string(true).get());
+    ASSERT_TRUE(f.ok());
+    ASSERT_EQ(f->node_names.size(), 1u);
+    binds.push_back(
+        post("/bind", SerializeBindingArgs({pod["metadata"]["name"], pod["metadata"]["namespace"],
+                                            pod["metadata"]["uid"], f->node_names[0]})));
+  }
+  for (auto& b : binds) {
+    auto res = ParseBindingResult(b.get().extract_utf8string(true).get());
+    ASSERT_TRUE(res.ok());
+    EXPECT_EQ(res->error, "");
+  }
+
+  std::vector<std::string> kinds;
+  v1::DecisionEvent ev;
+  while (reader->Read(&ev)) {
+    if (ev.gang().find("demo") == std::string::npos) continue;
+    kinds.push_back(ev.kind());
+    if (ev.kind() == "bind") break;
+  }
+  ASSERT_FALSE(kinds.empty()) << "no event for the gang";
+  EXPECT_EQ(kinds.front(), "reserve");
+  EXPECT_EQ(kinds.back(), "bind");
+  watch_ctx.TryCancel();
+
+  grpc::ClientContext list_ctx;
+  v1::ListGangsResponse gangs;
+  ASSERT_TRUE(stub->ListGangs(&list_ctx, v1::ListGangsRequest(), &gangs).ok());
+  bool running = false;
+  for (const auto& g : gangs.gangs()) {
+    if (g.spec().name().find("demo") != std::string::npos) {
+      running = g.state() == v1::GANG_STATE_RUNNING;
+    }
+  }
+  EXPECT_TRUE(running) << gangs.DebugString();
+
+  kill(pid, SIGTERM);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace topogang
