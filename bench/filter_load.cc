@@ -1,4 +1,4 @@
-// Load tool for /filter (run by hand; figures go to docs/benchmarks-extender.md). Starts the real
+// Load tool for /filter (run by hand; figures go to docs/benchmarks.md). Starts the real
 // topogangd HTTP server in-process on a loopback port over a cluster file, then drives it with
 // cpprest clients posting bodies shaped like kube-scheduler's, and prints p50/p99 latency and
 // requests per second.
