@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "cli/placement_format.h"
 #include "common/file_util.h"
+#include "extender/grpc_convert.h"
 #include "scheduler/gang_file.h"
 #include "topogang/v1/placement.grpc.pb.h"
 
@@ -153,19 +154,6 @@ std::string Millis(int64_t ms) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(ms), absl::UTCTimeZone());
 }
 
-void SpecToProto(const GangSpec& g, v1::GangSpec* p) {
-  p->set_name(g.name);
-  p->set_members(g.members);
-  p->set_gpus_per_member(g.gpus_per_member);
-  p->set_sku(g.sku);
-  p->set_allow_mixed_sku(g.allow_mixed_sku);
-  p->set_required_tier(g.required_tier);
-  p->set_preferred_tier(g.preferred_tier);
-  p->set_slice_members(g.slice.members);
-  p->set_slice_tier(g.slice.tier);
-  p->set_priority(g.priority);
-}
-
 }  // namespace
 
 int RunRemoteDryRun(const Args& args) {
@@ -193,7 +181,7 @@ int RunRemoteDryRun(const Args& args) {
     return 2;
   }
   v1::DryRunRequest req;
-  for (const GangSpec& g : *jobs) SpecToProto(g, req.add_gangs());
+  for (const GangSpec& g : *jobs) GangToProto(g, req.add_gangs());
   for (absl::string_view n : absl::StrSplit(args.Get("drain"), ',', absl::SkipEmpty())) {
     req.add_drained_nodes(std::string(n));
   }

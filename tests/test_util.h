@@ -2,7 +2,9 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -21,6 +23,26 @@ inline std::string SourceDir() {
 inline std::string BinDir() {
   const char* d = std::getenv("TOPOGANG_BIN_DIR");
   return d ? d : TOPOGANG_BIN_DIR;
+}
+
+struct CliResult {
+  int code;         // exit status, -1 when it did not exit normally
+  std::string out;  // what it printed (stderr too when merged)
+};
+
+// Runs `topogang ARGS` from the build; stderr joins stdout unless merge_stderr is false (for
+// output a test parses as JSON).
+inline CliResult RunTopogang(const std::string& args, bool merge_stderr = true) {
+  std::string cmd = BinDir() + "/topogang " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  CliResult r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 // A generated cluster: zones x spines x leaves x nodes x gpus (Topograph labels, one SKU unless

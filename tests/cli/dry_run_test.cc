@@ -14,24 +14,10 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CliResult {
-  int code;
-  std::string out;
-};
+using testing::CliResult;
 
-// Runs topogang; stderr joins stdout unless it is JSON output that a test parses.
 CliResult Topogang(const std::string& args, bool merge_stderr = true) {
-  std::string cmd =
-      testing::BinDir() + "/topogang " + args + (merge_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  CliResult r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::RunTopogang(args, merge_stderr);
 }
 
 std::string Example(const std::string& rel) { return testing::SourceDir() + "/examples/" + rel; }

@@ -4,10 +4,14 @@
 #pragma once
 
 #include <cpprest/http_client.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "absl/time/clock.h"
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
 #include "tests/extender/test_util.h"
@@ -79,5 +83,33 @@ class Harness {
   std::unique_ptr<web::http::client::http_client> client_;
   std::string prefix_;
 };
+
+// Starts the real build/bin/topogangd with `args` (argv[0] added) and waits until GET /healthz
+// on 127.0.0.1:http_port answers 200. Returns the child's pid, or -1 when it never came up
+// (the child is then killed).
+inline pid_t StartTopogangd(const std::vector<std::string>& args, int http_port) {
+  const std::string bin = BinDir() + "/topogangd";
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    std::vector<char*> argv{const_cast<char*>("topogangd")};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  web::http::client::http_client client("http://127.0.0.1:" + std::to_string(http_port));
+  for (absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline;) {
+    try {
+      if (client.request(web::http::methods::GET, "/healthz").get().status_code() == 200) {
+        return pid;
+      }
+    } catch (...) {
+      absl::SleepFor(absl::Milliseconds(20));  // the process is still starting
+    }
+  }
+  kill(pid, SIGKILL);
+  return -1;
+}
 
 }  // namespace topogang::testing

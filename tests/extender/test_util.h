@@ -15,9 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "extender/json_util.h"
 #include "extender/wire_types.h"
-#include "topology/cluster.h"
-
 #include "tests/test_util.h"  // SourceDir(), BinDir()
+#include "topology/cluster.h"
 
 namespace topogang::testing {
 

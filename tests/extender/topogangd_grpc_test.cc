@@ -25,27 +25,14 @@ TEST(TopogangdGrpcTest, WatchDecisionsStreamsAGangScheduledThroughTheExtender) {
   ASSERT_GT(http_port, 0);
   ASSERT_GT(grpc_port, 0);
   ASSERT_NE(http_port, grpc_port);
-  const std::string bin = testing::BinDir() + "/topogangd";
   const std::string cluster = testing::SourceDir() + "/examples/clusters/lab-64.yaml";
-  const std::string http_s = std::to_string(http_port);
   const std::string grpc_addr = absl::StrCat("127.0.0.1:", grpc_port);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl(bin.c_str(), "topogangd", "--cluster", cluster.c_str(), "--http-port", http_s.c_str(),
-          "--bind-address", "127.0.0.1", "--grpc-address", grpc_addr.c_str(), nullptr);
-    _exit(127);
-  }
+  pid_t pid =
+      testing::StartTopogangd({"--cluster", cluster, "--http-port", std::to_string(http_port),
+                               "--bind-address", "127.0.0.1", "--grpc-address", grpc_addr},
+                              http_port);
+  ASSERT_GT(pid, 0) << "topogangd did not come up";
   web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", http_port));
-  bool up = false;
-  for (absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline && !up;) {
-    try {
-      up = client.request(web::http::methods::GET, "/healthz").get().status_code() == 200;
-    } catch (...) {
-      absl::SleepFor(absl::Milliseconds(20));  // the process is still starting
-    }
-  }
-  ASSERT_TRUE(up) << "topogangd did not come up";
 
   auto channel = grpc::CreateChannel(grpc_addr, grpc::InsecureChannelCredentials());
   ASSERT_TRUE(

@@ -18,26 +18,12 @@ namespace {
 TEST(TopogangdTest, StandaloneServesAndShutsDownCleanly) {
   int port = PickFreePort();
   ASSERT_GT(port, 0);
-  const std::string bin = testing::BinDir() + "/topogangd";
   const std::string cluster = testing::SourceDir() + "/examples/clusters/lab-64.yaml";
-  const std::string port_s = std::to_string(port);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    execl(bin.c_str(), "topogangd", "--cluster", cluster.c_str(), "--http-port", port_s.c_str(),
-          "--bind-address", "127.0.0.1", "--bind-window-ms", "5000", nullptr);
-    _exit(127);
-  }
+  pid_t pid = testing::StartTopogangd({"--cluster", cluster, "--http-port", std::to_string(port),
+                                       "--bind-address", "127.0.0.1", "--bind-window-ms", "5000"},
+                                      port);
+  ASSERT_GT(pid, 0) << "topogangd did not come up";
   web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", port));
-  bool up = false;
-  for (absl::Time deadline = absl::Now() + absl::Seconds(20); absl::Now() < deadline && !up;) {
-    try {
-      up = client.request(web::http::methods::GET, "/healthz").get().status_code() == 200;
-    } catch (...) {
-      absl::SleepFor(absl::Milliseconds(20));  // the process is still starting
-    }
-  }
-  ASSERT_TRUE(up) << "topogangd did not come up";
   auto post = [&](const std::string& path, const std::string& body) {
     web::http::http_request req(web::http::methods::POST);
     req.set_request_uri(path);

@@ -15,23 +15,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CliResult {
-  int code;
-  std::string out;
-};
+using testing::CliResult;
 
-CliResult Topogang(const std::string& args) {
-  std::string cmd = testing::BinDir() + "/topogang " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  CliResult r{-1, ""};
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) r.out.append(buf, n);
-  int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliResult Topogang(const std::string& args) { return testing::RunTopogang(args); }
 
 std::string Lab() { return testing::SourceDir() + "/examples/clusters/lab-64.yaml"; }
 
