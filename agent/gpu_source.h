@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/gpu_event_kind.h"
 
 namespace topogang::agent {
 
@@ -22,13 +23,7 @@ struct GpuInfo {
   uint32_t fabric_clique_id = 0;
 };
 
-enum class GpuEventKind {
-  kXid = 1,
-  kEccUncorrectable = 2,
-  kGpuLost = 3,
-  kThermal = 4,
-  kRecovered = 5
-};
+using ::topogang::GpuEventKind;
 
 struct GpuEventInfo {
   int gpu_index = 0;

@@ -275,16 +275,16 @@ int RunSimulate(int argc, char** argv) {
   opt.snapshot_at_s = snapshot;
   opt.locality_patience_s = patience;
   opt.repair_in_place_always = args->Has("repair-in-place-always");
-  opt.queue_starvation_s = q_starve < 0 ? -1 : q_starve * 60;
-  opt.queue_hold_min_gpus = static_cast<int>(q_min);
-  opt.queue_max_holds = static_cast<int>(q_holds);
-  opt.queue_claim_factor = q_claim;
-  opt.queue_whole_member_holds = static_cast<int>(q_whole);
-  opt.queue_claim_order = q_order;
-  opt.queue_hold_ready_fraction = q_ready;
-  opt.queue_hold_max_shortfall = q_short;
-  opt.queue_hold_timeout_s = q_timeout < 0 ? -1 : q_timeout * 60;
-  opt.queue_hold_when_backfill_blocks = static_cast<int>(q_bf);
+  opt.queue.starvation_s = q_starve < 0 ? -1 : q_starve * 60;
+  opt.queue.hold_min_gpus = static_cast<int>(q_min);
+  opt.queue.max_holds = static_cast<int>(q_holds);
+  opt.queue.claim_factor = q_claim;
+  opt.queue.whole_member_holds = static_cast<int>(q_whole);
+  opt.queue.claim_order = q_order;
+  opt.queue.hold_ready_fraction = q_ready;
+  opt.queue.hold_max_shortfall = q_short;
+  opt.queue.hold_timeout_s = q_timeout < 0 ? -1 : q_timeout * 60;
+  opt.queue.hold_when_backfill_blocks = static_cast<int>(q_bf);
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

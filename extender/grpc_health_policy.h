@@ -6,21 +6,14 @@
 #include <set>
 #include <string>
 
+#include "common/gpu_event_kind.h"
+
 namespace topogang {
 
 // XIDs after which the GPU needs a reset (or replacement) before it can be trusted again.
 std::set<uint32_t> DefaultFatalXids();
 // Short human name of an XID code ("GPU has fallen off the bus"), "" when not known.
 const char* XidName(uint32_t xid);
-
-// Mirrors topogang.v1.GpuEvent.Kind (kept proto-free so the policy is testable on its own).
-enum class GpuEventKind {
-  kXid = 1,
-  kEccUncorrectable = 2,
-  kGpuLost = 3,
-  kThermal = 4,
-  kRecovered = 5
-};
 
 enum class GpuVerdict {
   kFatal,    // mark the GPU unhealthy

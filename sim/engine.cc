@@ -88,16 +88,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   ctx.seed = opt.seed;
   ctx.rendezvous_timeout_s = opt.rendezvous_timeout_s;
   ctx.locality_patience_s = opt.locality_patience_s;
-  ctx.queue_starvation_s = opt.queue_starvation_s;
-  ctx.queue_hold_min_gpus = opt.queue_hold_min_gpus;
-  ctx.queue_max_holds = opt.queue_max_holds;
-  ctx.queue_claim_factor = opt.queue_claim_factor;
-  ctx.queue_whole_member_holds = opt.queue_whole_member_holds;
-  ctx.queue_claim_order = opt.queue_claim_order;
-  ctx.queue_hold_ready_fraction = opt.queue_hold_ready_fraction;
-  ctx.queue_hold_max_shortfall = opt.queue_hold_max_shortfall;
-  ctx.queue_hold_timeout_s = opt.queue_hold_timeout_s;
-  ctx.queue_hold_when_backfill_blocks = opt.queue_hold_when_backfill_blocks;
+  ctx.queue = opt.queue;
   ctx.repair_in_place_always = opt.repair_in_place_always;
   ctx.run_time = [&](int j, const std::vector<MemberPlacement>& members) {
     Placement p;

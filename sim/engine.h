@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "sim/metrics.h"
+#include "sim/policy.h"
 #include "sim/trace.h"
 #include "topology/cluster.h"
 
@@ -21,19 +22,10 @@ struct SimOptions {
   // Work a job loses when a failure interrupts it (since its last checkpoint, plus restart),
   // whether it is requeued or repaired in place.
   double restart_cost_s = 600;
-  double rendezvous_timeout_s = 600;  // `default` policy only
-  double locality_patience_s = 0;     // `topogang` only: see PolicyContext
-  double queue_starvation_s = -1;     // `topogang` only: QueueOptions overrides (< 0: default)
-  int queue_hold_min_gpus = -1;
-  int queue_max_holds = -1;
-  double queue_claim_factor = -1;
-  int queue_whole_member_holds = -1;  // 0/1
-  int queue_claim_order = -1;         // 0 most free, 1 fewest gangs
-  double queue_hold_ready_fraction = -1;
-  double queue_hold_max_shortfall = -1;
-  double queue_hold_timeout_s = -1;
-  int queue_hold_when_backfill_blocks = -1;  // 0/1
-  bool repair_in_place_always = false;       // `topogang` only: see PolicyContext
+  double rendezvous_timeout_s = 600;    // `default` policy only
+  double locality_patience_s = 0;       // `topogang` only: see PolicyContext
+  QueueOverrides queue;                 // `topogang` only: QueueOptions overrides
+  bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
 };

@@ -24,6 +24,21 @@ struct SimJob {
   GangSpec gang;  // name = trace id
 };
 
+// Experiment overrides of the daemon's QueueOptions (scheduler/queue_policy.h) for the
+// `topogang` policy; a negative value keeps the daemon's default.
+struct QueueOverrides {
+  double starvation_s = -1;
+  int hold_min_gpus = -1;
+  int max_holds = -1;
+  double claim_factor = -1;
+  int whole_member_holds = -1;  // 0/1
+  int claim_order = -1;         // 0 most free, 1 fewest gangs
+  double hold_ready_fraction = -1;
+  double hold_max_shortfall = -1;
+  double hold_timeout_s = -1;
+  int hold_when_backfill_blocks = -1;  // 0/1
+};
+
 struct PolicyContext {
   const std::vector<SimJob>* jobs = nullptr;
   // Seconds the job would still run if started now on `members` (communication model applied).
@@ -37,16 +52,7 @@ struct PolicyContext {
   // instead of started, until it has waited this long.
   double locality_patience_s = 0;
   // `topogang` only: the daemon's queue options (scheduler/queue_policy.h), defaults unless set.
-  double queue_starvation_s = -1;
-  int queue_hold_min_gpus = -1;
-  int queue_max_holds = -1;
-  double queue_claim_factor = -1;
-  int queue_whole_member_holds = -1;  // 0/1
-  int queue_claim_order = -1;         // 0 most free, 1 fewest gangs
-  double queue_hold_ready_fraction = -1;
-  double queue_hold_max_shortfall = -1;
-  double queue_hold_timeout_s = -1;
-  int queue_hold_when_backfill_blocks = -1;  // 0/1
+  QueueOverrides queue;
   // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By
   // default a failure-hit gang is repaired in place only when it already runs at its ideal
   // bandwidth and the repair keeps that; otherwise it is requeued and re-planned whole (a

@@ -37,21 +37,21 @@ class TopogangPolicy : public Policy {
 
   static QueueOptions Options(const PolicyContext& ctx) {
     QueueOptions o;
-    if (ctx.queue_starvation_s >= 0) o.starvation_threshold = absl::Seconds(ctx.queue_starvation_s);
-    if (ctx.queue_hold_min_gpus >= 0) o.hold_min_gpus = ctx.queue_hold_min_gpus;
-    if (ctx.queue_max_holds >= 0) o.max_holds = ctx.queue_max_holds;
-    if (ctx.queue_claim_factor >= 1) o.claim_factor = ctx.queue_claim_factor;
-    if (ctx.queue_whole_member_holds >= 0) o.whole_member_holds = ctx.queue_whole_member_holds;
-    if (ctx.queue_claim_order >= 0) {
-      o.claim_order = ctx.queue_claim_order ? ClaimOrder::kFewestGangs : ClaimOrder::kMostFree;
+    if (ctx.queue.starvation_s >= 0) o.starvation_threshold = absl::Seconds(ctx.queue.starvation_s);
+    if (ctx.queue.hold_min_gpus >= 0) o.hold_min_gpus = ctx.queue.hold_min_gpus;
+    if (ctx.queue.max_holds >= 0) o.max_holds = ctx.queue.max_holds;
+    if (ctx.queue.claim_factor >= 1) o.claim_factor = ctx.queue.claim_factor;
+    if (ctx.queue.whole_member_holds >= 0) o.whole_member_holds = ctx.queue.whole_member_holds;
+    if (ctx.queue.claim_order >= 0) {
+      o.claim_order = ctx.queue.claim_order ? ClaimOrder::kFewestGangs : ClaimOrder::kMostFree;
     }
-    if (ctx.queue_hold_ready_fraction >= 0) o.hold_ready_fraction = ctx.queue_hold_ready_fraction;
-    if (ctx.queue_hold_max_shortfall >= 0)
-      o.hold_max_shortfall_share = ctx.queue_hold_max_shortfall;
-    if (ctx.queue_hold_when_backfill_blocks >= 0) {
-      o.hold_when_backfill_blocks = ctx.queue_hold_when_backfill_blocks;
+    if (ctx.queue.hold_ready_fraction >= 0) o.hold_ready_fraction = ctx.queue.hold_ready_fraction;
+    if (ctx.queue.hold_max_shortfall >= 0)
+      o.hold_max_shortfall_share = ctx.queue.hold_max_shortfall;
+    if (ctx.queue.hold_when_backfill_blocks >= 0) {
+      o.hold_when_backfill_blocks = ctx.queue.hold_when_backfill_blocks;
     }
-    if (ctx.queue_hold_timeout_s >= 0) o.hold_timeout = absl::Seconds(ctx.queue_hold_timeout_s);
+    if (ctx.queue.hold_timeout_s >= 0) o.hold_timeout = absl::Seconds(ctx.queue.hold_timeout_s);
     return o;
   }
   const Cluster& cluster() const override { return sched_.cluster(); }

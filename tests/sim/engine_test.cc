@@ -173,7 +173,7 @@ TEST(Engine, LargeGangsDoNotStarveUnderTopogang) {
   // GangQueue's defaults hold only for nearly-ready gangs (or after 48 h); this stream keeps the
   // cluster 3/4 busy, so the test turns on the hold for gangs that backfill blocks.
   SimOptions backfill_blocks;
-  backfill_blocks.queue_hold_when_backfill_blocks = 1;
+  backfill_blocks.queue.hold_when_backfill_blocks = 1;
   auto ours = Simulate(c, t, "topogang", backfill_blocks);
   ASSERT_TRUE(ours.ok());
   // GangQueue: starved after 10 minutes, then holds GPUs as they free up.
