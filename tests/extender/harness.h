@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cpprest/http_client.h>
+#include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <memory>
@@ -110,6 +112,14 @@ inline pid_t StartTopogangd(const std::vector<std::string>& args, int http_port)
   }
   kill(pid, SIGKILL);
   return -1;
+}
+
+// Waits for a topogangd started by StartTopogangd and checks that it exited 0.
+inline void ExpectCleanExit(pid_t pid) {
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace topogang::testing

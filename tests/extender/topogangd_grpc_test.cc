@@ -94,10 +94,7 @@ TEST(TopogangdGrpcTest, WatchDecisionsStreamsAGangScheduledThroughTheExtender) {
   EXPECT_TRUE(running) << gangs.DebugString();
 
   kill(pid, SIGTERM);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  testing::ExpectCleanExit(pid);
 }
 
 }  // namespace

@@ -52,10 +52,7 @@ TEST(TopogangdTest, StandaloneServesAndShutsDownCleanly) {
   auto res = ParseBindingResult(r.extract_utf8string(true).get());
   ASSERT_TRUE(res.ok());
   EXPECT_NE(res->error.find("shutting down"), std::string::npos) << res->error;
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0);
+  testing::ExpectCleanExit(pid);
 }
 
 }  // namespace
