@@ -5,6 +5,7 @@
 //
 //   filter_load --cluster examples/clusters/hyperscale-100k.yaml --mode names --names 12500
 //   filter_load --cluster ... --mode nodelist --nodes 1000
+//   filter_load --cluster ... --mode names --names 12500 --dump-body /tmp/body.json  (for wrk)
 //   modes: names     nodeCacheCapable: NodeNames, each request a new 1-GPU pod (reserve+steer)
 //          gang      NodeNames, 16-member x 8-GPU gangs member by member
 //          nodelist  nodeCacheCapable false: full NodeList of --nodes nodes, new 1-GPU pod each
@@ -15,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <thread>
 #include <vector>
@@ -95,10 +97,10 @@ Json MakeNodeObject(const NodeInfo& n, const Cluster& c) {
 }
 
 int Main(int argc, char** argv) {
-  auto args = cli::ParseArgs(
-      argc, argv, 1,
-      {"cluster", "config", "mode", "names", "nodes", "requests", "concurrency", "warmup"},
-      {"inproc"});
+  auto args = cli::ParseArgs(argc, argv, 1,
+                             {"cluster", "config", "mode", "names", "nodes", "requests",
+                              "concurrency", "warmup", "dump-body"},
+                             {"inproc"});
   if (!args.ok()) {
     std::cerr << args.status().message() << "\n";
     return 2;
@@ -140,6 +142,25 @@ int Main(int argc, char** argv) {
       base.node_items.push_back(MakeNodeObject(c.node(c.FindNode(n)), c));
     }
   }
+  if (args->Has("dump-body")) {
+    // A body for external load generators (bench/wrk/filter.lua): pod name and UID are the
+    // placeholder WRKPOD, which the script makes unique per request.
+    ExtenderArgs a = base;
+    a.pod["metadata"]["name"] = "WRKPOD";
+    a.pod["metadata"]["uid"] = "WRKPOD";
+    auto& res = a.pod["spec"]["containers"][0]["resources"];
+    if (mode != "cpu") {
+      res["limits"]["nvidia.com/gpu"] = "1";
+      res["requests"]["nvidia.com/gpu"] = "1";
+    }
+    std::ofstream out(args->Get("dump-body"), std::ios::binary);
+    out << SerializeExtenderArgs(a);
+    if (!out) {
+      std::cerr << "cannot write " << args->Get("dump-body") << "\n";
+      return 2;
+    }
+    return 0;
+  }
   // Bodies are prebuilt so the clients spend their CPU on HTTP, not on JSON.
   const int total = requests + warmup;
   std::vector<std::string> bodies;
@@ -175,9 +196,9 @@ int Main(int argc, char** argv) {
       auto t0 = std::chrono::steady_clock::now();
       auto a = ParseExtenderArgs(bodies[i]);
       auto t1 = std::chrono::steady_clock::now();
-      ExtenderFilterResult r = service.Filter(*a);
+      FilterVerdicts r = service.FilterNodes(*a);
       auto t2 = std::chrono::steady_clock::now();
-      std::string out = SerializeFilterResult(r);
+      std::string out = SerializeFilterVerdicts(*a, r);
       auto t3 = std::chrono::steady_clock::now();
       if (i < warmup) continue;
       parse_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();

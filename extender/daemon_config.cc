@@ -15,8 +15,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   if (absl::Status s = YamlCheckKeys(
           d, source,
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
-           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes",
-           "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
+           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
+           "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
            "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
           "daemon");
       !s.ok()) {
@@ -43,6 +43,12 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                       static_cast<int64_t>(c.http.max_body_bytes));
   if (!body.ok()) return body.status();
   c.http.max_body_bytes = static_cast<size_t>(*body);
+  auto threads = YamlInt(d, "http_threads", source, 0, 64, c.http.threads);
+  if (!threads.ok()) return threads.status();
+  c.http.threads = static_cast<int>(*threads);
+  auto conns = YamlInt(d, "max_connections", source, 1, 100000, c.http.max_connections);
+  if (!conns.ok()) return conns.status();
+  c.http.max_connections = static_cast<int>(*conns);
   auto starve = YamlInt(d, "starvation_threshold_seconds", source, 1, 30 * 86400,
                         absl::ToInt64Seconds(c.extender.queue.starvation_threshold));
   if (!starve.ok()) return starve.status();

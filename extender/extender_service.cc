@@ -18,47 +18,28 @@ void RunFails(FailList& fails) {
 }
 
 // Every input node failed with one reason.
-ExtenderFilterResult FailAll(const ExtenderArgs& args, const std::string& reason,
-                             bool unresolvable) {
-  ExtenderFilterResult r;
-  r.node_cache = args.node_cache;
-  auto& out = unresolvable ? r.failed_unresolvable : r.failed;
-  out.reserve(args.names.size());
+FilterVerdicts FailAll(const ExtenderArgs& args, std::string reason, bool unresolvable) {
+  FilterVerdicts v;
+  uint16_t k = v.AddReason(std::move(reason), unresolvable);
   // kube-scheduler never repeats a node; if a client does, it gets each answer once per mention.
-  for (const std::string& n : args.names) out.emplace_back(n, reason);
-  if (!r.node_cache) r.nodes = Json{{"metadata", args.node_list_meta}, {"items", Json::array()}};
-  return r;
+  v.verdict.assign(args.names.size(), k);
+  return v;
 }
 
-ExtenderFilterResult ErrorResult(const ExtenderArgs& args, const std::string& error) {
-  ExtenderFilterResult r = FailAll(args, "topogang: " + error, /*unresolvable=*/true);
-  r.error = error;
-  return r;
+FilterVerdicts ErrorResult(const ExtenderArgs& args, const std::string& error) {
+  FilterVerdicts v = FailAll(args, "topogang: " + error, /*unresolvable=*/true);
+  v.error = error;
+  return v;
 }
 
 // Passes exactly the nodes for which pass(i) is true; the rest fail with their reason.
 template <typename Pass>
-ExtenderFilterResult Split(const ExtenderArgs& args, Pass pass, const std::string& reason,
-                           bool unresolvable) {
-  ExtenderFilterResult r;
-  r.node_cache = args.node_cache;
-  Json items = Json::array();
-  auto& out = unresolvable ? r.failed_unresolvable : r.failed;
-  out.reserve(args.names.size());
-  for (size_t i = 0; i < args.names.size(); ++i) {
-    const std::string& n = args.names[i];
-    if (pass(i)) {
-      if (r.node_cache) {
-        r.node_names.push_back(n);
-      } else {
-        items.push_back(args.node_items[i]);
-      }
-    } else {
-      out.emplace_back(n, reason);
-    }
-  }
-  if (!r.node_cache) r.nodes = Json{{"metadata", args.node_list_meta}, {"items", std::move(items)}};
-  return r;
+FilterVerdicts Split(const ExtenderArgs& args, Pass pass, std::string reason, bool unresolvable) {
+  FilterVerdicts v;
+  uint16_t k = v.AddReason(std::move(reason), unresolvable);
+  v.verdict.resize(args.names.size());
+  for (size_t i = 0; i < args.names.size(); ++i) v.verdict[i] = pass(i) ? 0 : k;
+  return v;
 }
 
 std::string GangLabel(const GangSpec& g, bool multi) {
@@ -178,6 +159,10 @@ std::vector<std::string> ExtenderService::SlotNodesLocked(const std::string& id)
 // --- filter --------------------------------------------------------------------------------------
 
 ExtenderFilterResult ExtenderService::Filter(const ExtenderArgs& args) {
+  return ToFilterResult(args, FilterNodes(args));
+}
+
+FilterVerdicts ExtenderService::FilterNodes(const ExtenderArgs& args) {
   auto pod = ParsePod(args.pod, options_.gpu_resource);
   if (!pod.ok()) return ErrorResult(args, std::string(pod.status().message()));
   auto membership = ParseGangMembership(pod->namespace_, pod->labels, pod->annotations);
@@ -210,7 +195,7 @@ ExtenderFilterResult ExtenderService::Filter(const ExtenderArgs& args) {
   }
   const std::string id = spec.name;
   FailList fails;
-  ExtenderFilterResult result;
+  FilterVerdicts result;
   bool decided = false;
   std::optional<GangNotice> notice;
   {
@@ -419,7 +404,10 @@ void ExtenderService::Bind(const ExtenderBindingArgs& args, BindCallback done) {
         if (m.held) fails.emplace_back(std::move(m.held), "superseded by a newer bind request");
         m.held = std::move(done);
         m.pod = args;
-        if (!e.barrier_deadline) e.barrier_deadline = absl::Now() + options_.bind_window;
+        if (!e.barrier_deadline) {
+          e.barrier_deadline = absl::Now() + options_.bind_window;
+          barriers_.insert(id);
+        }
         bool all = std::all_of(e.slots.begin(), e.slots.end(),
                                [](const Member& x) { return x.held != nullptr; });
         if (all) {
@@ -591,6 +579,7 @@ void ExtenderService::Enqueue(Job job) {
 }
 
 void ExtenderService::WorkerLoop() {
+  absl::Time last_sweep = absl::InfinitePast();
   std::unique_lock<std::mutex> lock(jobs_mu_);
   while (!stop_) {
     if (!jobs_.empty()) {
@@ -611,11 +600,17 @@ void ExtenderService::WorkerLoop() {
       std::lock_guard<std::mutex> l(mu_);
       absl::Time now = absl::Now();
       std::vector<std::string> expired;
-      for (const std::string& id : pending_) {
-        const Entry& e = gangs_.at(id);
-        if (!e.running && !e.binding && e.barrier_deadline && *e.barrier_deadline <= now) {
-          expired.push_back(id);
+      // Only gangs with an open barrier have a deadline (few): the sweep must not cost
+      // O(reservations) under the ledger lock ten times a second.
+      for (auto b = barriers_.begin(); b != barriers_.end();) {
+        auto it = gangs_.find(*b);
+        if (it == gangs_.end() || !it->second.barrier_deadline || it->second.running) {
+          b = barriers_.erase(b);
+          continue;
         }
+        const Entry& e = it->second;
+        if (!e.binding && *e.barrier_deadline <= now) expired.push_back(*b);
+        ++b;
       }
       for (const std::string& id : expired) {
         Entry& e = gangs_.at(id);
@@ -633,12 +628,17 @@ void ExtenderService::WorkerLoop() {
         DropEntryLocked(id, why, /*release_core=*/true, &fails);
         state_.Publish({0, {}, "expire", id, "", why});
       }
-      std::vector<std::string> ttl =
-          state_.With([&](GangScheduler& s) { return s.ExpireReservations(state_.clock().Now()); });
-      for (const std::string& id : ttl) {
-        state_.Publish({0, {}, "expire", id, "", "reservation TTL passed"});
+      // TTLs (30 s by default) and reservations the core dropped (health re-plans) are swept
+      // once a second; filter and bind check their own gang on every call anyway.
+      if (now - last_sweep >= absl::Seconds(1)) {
+        last_sweep = now;
+        std::vector<std::string> ttl = state_.With(
+            [&](GangScheduler& s) { return s.ExpireReservations(state_.clock().Now()); });
+        for (const std::string& id : ttl) {
+          state_.Publish({0, {}, "expire", id, "", "reservation TTL passed"});
+        }
+        SyncWithCoreLocked(&fails);
       }
-      SyncWithCoreLocked(&fails);
     }
     RunFails(fails);
     for (GangNotice& n : notices) Notify(std::move(n));

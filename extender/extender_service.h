@@ -66,6 +66,9 @@ class ExtenderService {
   ExtenderService(const ExtenderService&) = delete;
   ExtenderService& operator=(const ExtenderService&) = delete;
 
+  // One verdict per offered node (the server's hot path: no per-node strings).
+  FilterVerdicts FilterNodes(const ExtenderArgs& args);
+  // The same, as a struct by node name (tests, tools).
   ExtenderFilterResult Filter(const ExtenderArgs& args);
   absl::StatusOr<std::vector<HostPriority>> Prioritize(const ExtenderArgs& args);
   // `done` is called exactly once, from this thread or the worker.
@@ -137,7 +140,8 @@ class ExtenderService {
   mutable std::mutex mu_;
   std::map<std::string, Entry> gangs_;
   absl::flat_hash_map<std::string, std::pair<std::string, int>> by_pod_;  // key -> gang, slot
-  std::set<std::string> pending_;                 // ids of gangs reserved but not yet running
+  std::set<std::string> pending_;   // ids of gangs reserved but not yet running
+  std::set<std::string> barriers_;  // ids whose barrier window is open (may hold stale ids)
   absl::flat_hash_set<std::string> passthrough_;  // pods seen in filter without GPUs or gang
   std::function<void(const GangNotice&)> notify_;
 

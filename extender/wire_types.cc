@@ -1,5 +1,8 @@
 #include "extender/wire_types.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -104,6 +107,7 @@ absl::StatusOr<ExtenderArgs> ArgsFromJson(absl::StatusOr<Json> j,
   if (fast_names) {
     a.names = std::move(*fast_names);
     a.node_cache = true;
+    a.names_plain = true;
   } else if (*names != nullptr) {
     auto v = StringArray(**names, "ExtenderArgs.NodeNames");
     if (!v.ok()) return v.status();
@@ -195,20 +199,23 @@ class FastArgsScanner {
     Ws();
     return i_ == s_.size();
   }
-  // A string of printable ASCII without escapes.
+  // A string of printable ASCII without escapes: find the closing quote with memchr, then check
+  // the span in one branch-light pass.
   bool PlainString(std::string* out) {
     if (!Eat('"')) return false;
-    size_t start = i_;
-    for (; i_ < s_.size(); ++i_) {
-      unsigned char c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        out->assign(s_.data() + start, i_ - start);
-        ++i_;
-        return true;
-      }
-      if (c == '\\' || c < 0x20 || c >= 0x7f) return false;
+    const char* start = s_.data() + i_;
+    const void* q = std::memchr(start, '"', s_.size() - i_);
+    if (q == nullptr) return false;
+    const size_t len = static_cast<const char*>(q) - start;
+    bool bad = false;
+    for (size_t k = 0; k < len; ++k) {
+      unsigned char c = static_cast<unsigned char>(start[k]);
+      bad |= (c == '\\') | (c < 0x20) | (c >= 0x7f);
     }
-    return false;
+    if (bad) return false;
+    out->assign(start, len);
+    i_ += len + 1;
+    return true;
   }
   bool NameArray(std::vector<std::string>* out) {
     if (!Eat('[')) return false;
@@ -327,6 +334,159 @@ std::string SerializeFilterResult(const ExtenderFilterResult& r) {
   AppendJsonString(&out, r.error);
   out.push_back('}');
   return out;
+}
+
+uint16_t FilterVerdicts::AddReason(std::string text, bool unresolvable) {
+  for (size_t k = 0; k < reasons.size(); ++k) {
+    if (reasons[k].text == text && reasons[k].unresolvable == unresolvable) {
+      return static_cast<uint16_t>(k + 1);
+    }
+  }
+  reasons.push_back({std::move(text), unresolvable});
+  return static_cast<uint16_t>(reasons.size());
+}
+
+namespace {
+
+// Appends into a buffer that grows geometrically, with one memcpy per piece: std::string::append
+// per piece costs more than the copy itself when the pieces are 10-byte node names.
+class RawWriter {
+ public:
+  explicit RawWriter(size_t capacity) { buf_.resize(capacity); }
+  // Room for `more` bytes at Cursor().
+  char* Reserve(size_t more) {
+    if (n_ + more > buf_.size()) buf_.resize(std::max(buf_.size() * 2, n_ + more));
+    return buf_.data() + n_;
+  }
+  void Advance(size_t k) { n_ += k; }
+  void Put(absl::string_view s) {
+    std::memcpy(Reserve(s.size()), s.data(), s.size());
+    n_ += s.size();
+  }
+  void Put(char c) {
+    *Reserve(1) = c;
+    ++n_;
+  }
+  // `<sep>"<name>"<tail>` in one step, for the per-node entries of large replies.
+  void PutEntry(bool comma, absl::string_view name, absl::string_view tail) {
+    char* p = Reserve(name.size() + tail.size() + 3);
+    char* const start = p;
+    if (comma) *p++ = ',';
+    *p++ = '"';
+    std::memcpy(p, name.data(), name.size());
+    p += name.size();
+    *p++ = '"';
+    std::memcpy(p, tail.data(), tail.size());
+    p += tail.size();
+    n_ += p - start;
+  }
+  std::string Take() {
+    buf_.resize(n_);
+    return std::move(buf_);
+  }
+
+ private:
+  std::string buf_;
+  size_t n_ = 0;
+};
+
+}  // namespace
+
+std::string SerializeFilterVerdicts(const ExtenderArgs& args, const FilterVerdicts& v) {
+  const std::vector<std::string>& names = args.names;
+  const size_t n = std::min(names.size(), v.verdict.size());
+  // Names as JSON literals: plain names are quoted on the fly, others escaped once here.
+  std::vector<std::string> escaped;
+  if (!args.names_plain) {
+    escaped.resize(n);
+    for (size_t i = 0; i < n; ++i) AppendJsonString(&escaped[i], names[i]);
+  }
+  // One entry: [,]"name"<tail>. Escaped names carry their own quotes.
+  auto put_entry = [&](RawWriter& w, bool comma, size_t i, absl::string_view tail) {
+    if (args.names_plain) return w.PutEntry(comma, names[i], tail);
+    if (comma) w.Put(',');
+    w.Put(escaped[i]);
+    w.Put(tail);
+  };
+  // ":"<reason>" for each reason, escaped once.
+  std::vector<std::string> suffix(v.reasons.size());
+  size_t estimate = 256;
+  for (size_t k = 0; k < v.reasons.size(); ++k) {
+    suffix[k] = ":";
+    AppendJsonString(&suffix[k], v.reasons[k].text);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    estimate += names[i].size() + 4 + (v.verdict[i] ? suffix[v.verdict[i] - 1].size() : 0);
+  }
+  RawWriter w(estimate);
+  w.Put("{\"Nodes\":");
+  if (args.node_cache) {
+    w.Put("null,\"NodeNames\":[");
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+      if (v.verdict[i] != 0) continue;
+      put_entry(w, !first, i, "");
+      first = false;
+    }
+    w.Put(']');
+  } else {
+    w.Put("{\"metadata\":");
+    w.Put(args.node_list_meta.is_null() ? std::string("{}") : DumpJson(args.node_list_meta));
+    w.Put(",\"items\":[");
+    bool first = true;
+    for (size_t i = 0; i < n && i < args.node_items.size(); ++i) {
+      if (v.verdict[i] != 0) continue;
+      if (!first) w.Put(',');
+      first = false;
+      w.Put(DumpJson(args.node_items[i]));
+    }
+    w.Put("]},\"NodeNames\":null");
+  }
+  for (bool unresolvable : {false, true}) {
+    w.Put(unresolvable ? ",\"FailedAndUnresolvableNodes\":{" : ",\"FailedNodes\":{");
+    bool first = true;
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t k = v.verdict[i];
+      if (k == 0 || k > v.reasons.size() || v.reasons[k - 1].unresolvable != unresolvable) continue;
+      put_entry(w, !first, i, suffix[k - 1]);
+      first = false;
+    }
+    w.Put('}');
+  }
+  w.Put(",\"Error\":");
+  std::string err;
+  AppendJsonString(&err, v.error);
+  w.Put(err);
+  w.Put('}');
+  return w.Take();
+}
+
+ExtenderFilterResult ToFilterResult(const ExtenderArgs& args, const FilterVerdicts& v) {
+  ExtenderFilterResult r;
+  r.node_cache = args.node_cache;
+  r.error = v.error;
+  Json items = Json::array();
+  const size_t n = std::min(args.names.size(), v.verdict.size());
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t k = v.verdict[i];
+    if (k == 0) {
+      if (r.node_cache) {
+        r.node_names.push_back(args.names[i]);
+      } else if (i < args.node_items.size()) {
+        items.push_back(args.node_items[i]);
+      }
+    } else if (k <= v.reasons.size()) {
+      const FilterVerdicts::Reason& reason = v.reasons[k - 1];
+      (reason.unresolvable ? r.failed_unresolvable : r.failed)
+          .emplace_back(args.names[i], reason.text);
+    }
+  }
+  if (!r.node_cache) {
+    r.nodes =
+        Json{{"metadata", args.node_list_meta.is_null() ? Json::object() : args.node_list_meta},
+             {"items", std::move(items)}};
+  }
+  return r;
 }
 
 absl::StatusOr<ExtenderFilterResult> ParseFilterResult(absl::string_view body) {

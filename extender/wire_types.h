@@ -24,6 +24,9 @@ struct ExtenderArgs {
   std::vector<std::string> names;  // candidate node names, in the order sent
   Json node_list_meta;             // Nodes.metadata (full NodeList mode)
   std::vector<Json> node_items;    // Nodes.items (full NodeList mode), parallel to names
+  // Every name is printable ASCII without '"' or '\\' (the fast scanner checked), so replies can
+  // copy names without escaping them.
+  bool names_plain = false;
 };
 absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body);
 std::string SerializeExtenderArgs(const ExtenderArgs& a);
@@ -39,6 +42,25 @@ struct ExtenderFilterResult {
   std::string error;
 };
 std::string SerializeFilterResult(const ExtenderFilterResult& r);
+
+// The daemon's form of a filter answer: one verdict per offered node (parallel to
+// ExtenderArgs::names) over a few distinct reasons. A 12,500-node answer is then 25 KB of
+// verdicts instead of 25,000 strings; SerializeFilterVerdicts writes the ExtenderFilterResult wire
+// shape straight from it.
+struct FilterVerdicts {
+  struct Reason {
+    std::string text;
+    bool unresolvable = false;  // FailedAndUnresolvableNodes: preemption cannot help there
+  };
+  std::vector<Reason> reasons;
+  std::vector<uint16_t> verdict;  // 0 = passes; k = fails with reasons[k - 1]
+  std::string error;
+
+  uint16_t AddReason(std::string text, bool unresolvable);
+};
+std::string SerializeFilterVerdicts(const ExtenderArgs& args, const FilterVerdicts& v);
+// The same answer as a struct (tests, and callers that inspect nodes by name).
+ExtenderFilterResult ToFilterResult(const ExtenderArgs& args, const FilterVerdicts& v);
 // For clients and tests: reads a reply (either mode).
 absl::StatusOr<ExtenderFilterResult> ParseFilterResult(absl::string_view body);
 

@@ -40,8 +40,13 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(q->extender.queue.starvation_threshold, absl::Minutes(2));
   EXPECT_EQ(q->extender.queue.hold_min_gpus, 16);
   EXPECT_EQ(q->extender.queue.max_holds, 2);
+  auto h = ParseDaemonConfig(YAML::Load("{http_threads: 3, max_connections: 64}"), "x");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->http.threads, 3);
+  EXPECT_EQ(h->http.max_connections, 64);
   for (const char* bad : {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}",
-                          "{bind_window_ms: -1}", "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}"}) {
+                          "{bind_window_ms: -1}", "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}",
+                          "{http_threads: -1}", "{http_threads: 1000}", "{max_connections: 0}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }

@@ -2,6 +2,8 @@
 // in, nulls), the captured kube-scheduler bodies, and hostile input.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "extender/gang_labels.h"
 #include "extender/node_info.h"
 #include "extender/pod_info.h"
@@ -125,6 +127,53 @@ TEST(WireTest, FastAndGenericParsingAgree) {
         R"({"Pod":{"a":tru},"NodeNames":["a"]})", R"({"Pod":{},"NodeNames":["a")"}) {
     EXPECT_FALSE(ParseExtenderArgs(bad).ok()) << bad;
   }
+}
+
+// The daemon's verdict form must say exactly what the struct form says: same passing nodes in
+// order, same reasons in the right map, whatever the names (plain, escaped, hostile) and mode.
+TEST(WireTest, VerdictSerializationMatchesTheStructForm) {
+  std::mt19937 rng(7);
+  const std::vector<std::string> odd = {"quote\"d", "back\\slash", "tab\there", "n\u00e9",
+                                        "ctl\x01",  "</script>",   ""};
+  for (int round = 0; round < 200; ++round) {
+    ExtenderArgs a;
+    a.node_cache = round % 4 != 0;
+    const int n = static_cast<int>(rng() % 40);
+    const bool plain = round % 3 != 0;
+    for (int i = 0; i < n; ++i) {
+      std::string name = absl::StrCat("node-", i);
+      if (!plain && rng() % 3 == 0) name += odd[rng() % odd.size()];
+      a.names.push_back(name);
+      if (!a.node_cache) {
+        a.node_items.push_back(Json{{"metadata", {{"name", name}, {"labels", {{"i", i}}}}}});
+      }
+    }
+    a.names_plain = plain;
+    if (!a.node_cache) a.node_list_meta = Json{{"resourceVersion", "12"}};
+    FilterVerdicts v;
+    const int reasons = static_cast<int>(rng() % 4);
+    for (int k = 0; k < reasons; ++k) {
+      v.AddReason(absl::StrCat("reason \"", k, "\" ", odd[k % odd.size()]), rng() % 2 == 0);
+    }
+    for (int i = 0; i < n; ++i) v.verdict.push_back(static_cast<uint16_t>(rng() % (reasons + 1)));
+    if (round % 5 == 0) v.error = "boom \"x\"";
+    const std::string fast = SerializeFilterVerdicts(a, v);
+    const std::string slow = SerializeFilterResult(ToFilterResult(a, v));
+    Json jf = Json::parse(fast, nullptr, false);
+    ASSERT_FALSE(jf.is_discarded()) << fast;
+    EXPECT_EQ(jf, Json::parse(slow)) << "round " << round;
+    // And every input node is answered exactly once.
+    auto r = ParseFilterResult(fast);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->node_names.size() + r->failed.size() + r->failed_unresolvable.size(),
+              static_cast<size_t>(n));
+  }
+  // AddReason reuses an identical reason.
+  FilterVerdicts v;
+  EXPECT_EQ(v.AddReason("x", true), 1);
+  EXPECT_EQ(v.AddReason("y", true), 2);
+  EXPECT_EQ(v.AddReason("x", true), 1);
+  EXPECT_EQ(v.AddReason("x", false), 3);
 }
 
 TEST(WireTest, PreemptionArgsBothForms) {

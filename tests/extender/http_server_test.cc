@@ -1,0 +1,322 @@
+// The HTTP transport itself, over raw sockets on 127.0.0.1: keep-alive, Expect: 100-continue,
+// chunked bodies, malformed requests, the connection limit, standby replicas and shutdown with a
+// bind held at its gang's barrier. The verb flows are in http_test.cc.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "tests/extender/harness.h"
+
+namespace topogang {
+namespace {
+
+using testing::GangPod;
+using testing::MakePod;
+using testing::NodeNames;
+using testing::TestCluster;
+
+// A blocking client socket with a receive timeout, so a server bug fails the test, never hangs it.
+class RawConn {
+ public:
+  explicit RawConn(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    timeval tv{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~RawConn() { close(fd_); }
+  bool connected() const { return connected_; }
+
+  bool Send(const std::string& data) {
+    size_t off = 0;
+    while (off < data.size()) {
+      ssize_t n = send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // One response: status code, headers (lowercased names as written) and Content-Length body.
+  // status 0 when the connection closed (or timed out) first.
+  struct Response {
+    int status = 0;
+    std::string head;
+    std::string body;
+  };
+  Response Read() {
+    Response r;
+    size_t end;
+    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
+      if (!Fill()) return r;
+    }
+    r.head = buf_.substr(0, end);
+    buf_.erase(0, end + 4);
+    if (r.head.size() < 12 || !absl::SimpleAtoi(r.head.substr(9, 3), &r.status)) r.status = -1;
+    size_t len = 0;
+    size_t cl = AsciiLower(r.head).find("content-length:");
+    if (cl != std::string::npos) {
+      size_t eol = r.head.find("\r\n", cl);
+      std::string v = r.head.substr(cl + 15, eol == std::string::npos ? eol : eol - cl - 15);
+      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(v), &len);
+    }
+    while (buf_.size() < len) {
+      if (!Fill()) return Response{};
+    }
+    r.body = buf_.substr(0, len);
+    buf_.erase(0, len);
+    return r;
+  }
+  // True when the server closed the connection (EOF) before sending anything more.
+  bool ClosedByServer() {
+    if (!buf_.empty()) return false;
+    char c;
+    ssize_t n = recv(fd_, &c, 1, 0);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
+  }
+
+ private:
+  static std::string AsciiLower(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+  }
+  bool Fill() {
+    char tmp[65536];
+    ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
+    if (n <= 0) return false;
+    buf_.append(tmp, static_cast<size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buf_;
+};
+
+testing::PodOpts CpuPod(const std::string& name) {
+  testing::PodOpts o;
+  o.name = name;
+  o.gpus = 0;
+  return o;
+}
+
+std::string Post(const std::string& path, const std::string& body,
+                 const std::string& extra_headers = "") {
+  return absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                      "Content-Type: application/json\r\nContent-Length: ", body.size(), "\r\n",
+                      extra_headers, "\r\n", body);
+}
+
+struct Server {
+  explicit Server(HttpServerOptions ho = {}, int nodes = 8)
+      : state(GangScheduler(TestCluster(nodes)), clock), service(state, binder, eo()) {
+    ho.port = 0;  // the kernel picks
+    ho.bind_address = "127.0.0.1";
+    server = std::make_unique<ExtenderHttpServer>(service, ho);
+    started = server->Start();
+  }
+  static ExtenderOptions eo() {
+    ExtenderOptions o;
+    o.bind_window = absl::Seconds(30);  // binds stay held until the test says otherwise
+    return o;
+  }
+  SystemClock clock;
+  DaemonState state;
+  MemoryBinder binder;
+  ExtenderService service;
+  std::unique_ptr<ExtenderHttpServer> server;
+  absl::Status started;
+};
+
+TEST(HttpServerTest, PortZeroPicksAPortAndKeepAliveServesManyRequests) {
+  Server s;
+  ASSERT_TRUE(s.started.ok()) << s.started;
+  ASSERT_GT(s.server->port(), 0);
+  RawConn c(s.server->port());
+  ASSERT_TRUE(c.connected());
+  const std::string body = testing::FilterBody(MakePod(CpuPod("cpu")), NodeNames(8));
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(c.Send(Post("/filter", body)));
+    auto r = c.Read();
+    ASSERT_EQ(r.status, 200) << i;
+    EXPECT_EQ(Json::parse(r.body)["NodeNames"].size(), 8u);
+  }
+  // Two requests in one write (pipelined) are answered in order.
+  ASSERT_TRUE(
+      c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /nope HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(c.Read().status, 200);
+  EXPECT_EQ(c.Read().status, 404);
+}
+
+TEST(HttpServerTest, ExpectContinueAndChunkedBodies) {
+  Server s;
+  ASSERT_TRUE(s.started.ok());
+  const std::string body = testing::FilterBody(MakePod(CpuPod("p")), NodeNames(8));
+  {
+    RawConn c(s.server->port());
+    std::string head = Post("/filter", body, "Expect: 100-continue\r\n");
+    head.resize(head.size() - body.size());
+    ASSERT_TRUE(c.Send(head));
+    auto cont = c.Read();  // the interim answer comes before we send the body
+    EXPECT_EQ(cont.status, 100);
+    ASSERT_TRUE(c.Send(body));
+    auto r = c.Read();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(Json::parse(r.body)["NodeNames"].size(), 8u);
+  }
+  {
+    RawConn c(s.server->port());
+    std::string req =
+        "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        "Content-Type: application/json\r\n\r\n";
+    for (size_t off = 0; off < body.size(); off += 100) {
+      std::string piece = body.substr(off, 100);
+      req += absl::StrCat(absl::Hex(piece.size()), "\r\n", piece, "\r\n");
+    }
+    req += "0\r\n\r\n";
+    ASSERT_TRUE(c.Send(req));
+    auto r = c.Read();
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(Json::parse(r.body)["NodeNames"].size(), 8u);
+  }
+}
+
+TEST(HttpServerTest, MalformedAndOversizedRequestsAreAnsweredAndTheServerLivesOn) {
+  HttpServerOptions ho;
+  ho.max_body_bytes = 4096;
+  Server s(ho);
+  ASSERT_TRUE(s.started.ok());
+  {
+    RawConn c(s.server->port());
+    ASSERT_TRUE(c.Send("THIS IS NOT HTTP\r\n\r\n"));
+    auto r = c.Read();
+    EXPECT_EQ(r.status, 400);
+    EXPECT_TRUE(c.ClosedByServer());
+  }
+  {
+    RawConn c(s.server->port());
+    ASSERT_TRUE(c.Send("POST /filter HTTP/1.1\r\nContent-Length: banana\r\n\r\n"));
+    EXPECT_EQ(c.Read().status, 400);
+  }
+  {
+    // Declared too large: a filter reply with the Error, then the connection ends.
+    RawConn c(s.server->port());
+    ASSERT_TRUE(c.Send(Post("/filter", std::string(10000, ' '))));
+    auto r = c.Read();
+    ASSERT_EQ(r.status, 200);
+    EXPECT_TRUE(absl::StrContains(Json::parse(r.body)["Error"].get<std::string>(), "exceeds"))
+        << r.body;
+    EXPECT_TRUE(c.ClosedByServer());
+  }
+  {
+    // Too large in chunks (no declared length): same answer.
+    RawConn c(s.server->port());
+    std::string req = "POST /bind HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    for (int i = 0; i < 10; ++i) req += absl::StrCat("3e8\r\n", std::string(1000, 'x'), "\r\n");
+    req += "0\r\n\r\n";
+    ASSERT_TRUE(c.Send(req));
+    auto r = c.Read();
+    ASSERT_EQ(r.status, 200);
+    EXPECT_TRUE(absl::StrContains(Json::parse(r.body)["Error"].get<std::string>(), "exceeds"));
+  }
+  {
+    // Headers beyond the limit.
+    RawConn c(s.server->port());
+    ASSERT_TRUE(c.Send(
+        absl::StrCat("GET /healthz HTTP/1.1\r\nX-Big: ", std::string(70000, 'a'), "\r\n\r\n")));
+    EXPECT_EQ(c.Read().status, 400);
+  }
+  RawConn c(s.server->port());
+  ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(c.Read().status, 200);
+}
+
+TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosed) {
+  HttpServerOptions ho;
+  ho.max_connections = 2;
+  Server s(ho);
+  ASSERT_TRUE(s.started.ok());
+  RawConn a(s.server->port()), b(s.server->port());
+  // Make sure both are accepted and counted before the third arrives.
+  for (RawConn* c : {&a, &b}) {
+    ASSERT_TRUE(c->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+    ASSERT_EQ(c->Read().status, 200);
+  }
+  RawConn third(s.server->port());
+  ASSERT_TRUE(third.connected());  // the kernel accepts; the server closes it at once
+  third.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_EQ(third.Read().status, 0);
+  ASSERT_TRUE(a.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(a.Read().status, 200);
+}
+
+TEST(HttpServerTest, AStandbyReplicaRefusesVerbsUntilItLeads) {
+  Server s;
+  ASSERT_TRUE(s.started.ok());
+  s.server->SetLeader(false);
+  RawConn c(s.server->port());
+  const Json pod = MakePod(GangPod("g", 2, 0, 8));
+  ASSERT_TRUE(c.Send(Post("/filter", testing::FilterBody(pod, NodeNames(8)))));
+  auto r = c.Read();
+  ASSERT_EQ(r.status, 200);
+  Json j = Json::parse(r.body);
+  EXPECT_TRUE(absl::StrContains(j["Error"].get<std::string>(), "standby")) << r.body;
+  EXPECT_TRUE(j["NodeNames"].empty());  // kube-scheduler fails the cycle on Error and retries
+  EXPECT_EQ(s.service.GetStats().reserved_gangs, 0);  // nothing reserved by a standby
+  ASSERT_TRUE(c.Send("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(c.Read().status, 503);
+  ASSERT_TRUE(c.Send(Post("/bind", SerializeBindingArgs({"g-0", "default", "u", "gpu-node-000"}))));
+  r = c.Read();
+  EXPECT_TRUE(absl::StrContains(Json::parse(r.body)["Error"].get<std::string>(), "standby"));
+  s.server->SetLeader(true);
+  ASSERT_TRUE(c.Send(Post("/filter", testing::FilterBody(pod, NodeNames(8)))));
+  r = c.Read();
+  EXPECT_EQ(Json::parse(r.body)["Error"], "");
+  EXPECT_EQ(Json::parse(r.body)["NodeNames"].size(), 1u);
+  ASSERT_TRUE(c.Send("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(c.Read().status, 200);
+}
+
+TEST(HttpServerTest, StopAnswersAHeldBindBeforeClosing) {
+  Server s;
+  ASSERT_TRUE(s.started.ok());
+  // Member 0 of a 2-member gang reaches bind; member 1 never does, so the bind is held.
+  const Json pod = MakePod(GangPod("held", 2, 0, 8));
+  RawConn c(s.server->port());
+  ASSERT_TRUE(c.Send(Post("/filter", testing::FilterBody(pod, NodeNames(8)))));
+  auto f = ParseFilterResult(c.Read().body);
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->node_names.size(), 1u);
+  ASSERT_TRUE(
+      c.Send(Post("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
+                                                 pod["metadata"]["uid"], f->node_names[0]}))));
+  // Wait until the service holds it (bounded), then stop the server from another thread.
+  for (int i = 0; i < 2000 && s.service.GetStats().held_binds == 0; ++i) usleep(1000);
+  ASSERT_EQ(s.service.GetStats().held_binds, 1);
+  auto stopped = std::async(std::launch::async, [&] { s.server->Stop(); });
+  auto r = c.Read();
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(absl::StrContains(Json::parse(r.body)["Error"].get<std::string>(), "shutting down"))
+      << r.body;
+  stopped.get();
+  EXPECT_TRUE(c.ClosedByServer());
+  s.server->Stop();  // idempotent
+}
+
+}  // namespace
+}  // namespace topogang
