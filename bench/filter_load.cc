@@ -137,9 +137,9 @@ int Main(int argc, char** argv) {
   base.names = candidates;
   if (mode == "nodelist") {
     base.node_cache = false;
-    base.node_list_meta = Json::object();
+    base.node_list_meta = "{}";
     for (const std::string& n : candidates) {
-      base.node_items.push_back(MakeNodeObject(c.node(c.FindNode(n)), c));
+      base.node_items.push_back(DumpJson(MakeNodeObject(c.node(c.FindNode(n)), c)));
     }
   }
   if (args->Has("dump-body")) {

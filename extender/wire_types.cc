@@ -88,209 +88,24 @@ absl::StatusOr<std::map<std::string, Victims>> ParseVictimsMap(const Json& m, bo
 
 }  // namespace
 
-namespace {
-
-// `fast_names`: NodeNames already read by the fast scanner (then absent from *j).
-absl::StatusOr<ExtenderArgs> ArgsFromJson(absl::StatusOr<Json> j,
-                                          std::optional<std::vector<std::string>> fast_names) {
-  if (!j.ok()) return j.status();
-  if (!j->is_object()) return NotObject("ExtenderArgs", *j);
-  ExtenderArgs a;
-  const Json* pod = GoField(*j, "Pod");
-  if (pod == nullptr) return absl::InvalidArgumentError("ExtenderArgs.Pod: missing");
-  if (!pod->is_object()) return NotObject("ExtenderArgs.Pod", *pod);
-  a.pod = std::move(const_cast<Json&>(*pod));
-  auto names = JsonArray(*j, "NodeNames", "ExtenderArgs.NodeNames");
-  if (!names.ok()) return names.status();
-  auto nodes = JsonObject(*j, "Nodes", "ExtenderArgs.Nodes");
-  if (!nodes.ok()) return nodes.status();
-  if (fast_names) {
-    a.names = std::move(*fast_names);
-    a.node_cache = true;
-    a.names_plain = true;
-  } else if (*names != nullptr) {
-    auto v = StringArray(**names, "ExtenderArgs.NodeNames");
-    if (!v.ok()) return v.status();
-    a.names = std::move(*v);
-    a.node_cache = true;
-  } else if (*nodes != nullptr) {
-    a.node_cache = false;
-    const Json* meta = GoField(**nodes, "metadata");
-    a.node_list_meta = meta ? *meta : Json::object();
-    auto items = JsonArray(**nodes, "items", "ExtenderArgs.Nodes.items");
-    if (!items.ok()) return items.status();
-    if (*items) {
-      a.node_items.reserve((*items)->size());
-      // We own the parsed document: move the items out instead of deep-copying them.
-      for (Json& n : const_cast<Json&>(**items)) {
-        if (!n.is_object()) return NotObject("ExtenderArgs.Nodes.items[]", n);
-        const Json* md = GoField(n, "metadata");
-        const Json* name = md ? GoField(*md, "name") : nullptr;
-        if (name == nullptr || !name->is_string() || name->get_ref<const std::string&>().empty()) {
-          return absl::InvalidArgumentError(
-              "ExtenderArgs.Nodes.items[]: node without metadata.name");
-        }
-        a.names.push_back(name->get<std::string>());
-        a.node_items.push_back(std::move(n));
-      }
-    }
-  } else {
-    return absl::InvalidArgumentError("ExtenderArgs: neither NodeNames nor Nodes is set");
-  }
-  return a;
-}
-
-// A scanner for the hot request shape: a top-level object whose NodeNames array holds thousands
-// of plain ASCII strings. Those are copied straight into a vector; every other member (the Pod,
-// a NodeList) is cut out and parsed by nlohmann. Anything unusual (escapes or non-ASCII in a
-// name, a non-string element, malformed structure) makes it give up, and the strict generic
-// parser handles the body and its error messages. nlohmann alone spends most of a 12,500-name
-// request building and copying DOM strings.
-class FastArgsScanner {
- public:
-  explicit FastArgsScanner(absl::string_view s) : s_(s) {}
-
-  bool Run(Json* top, std::optional<std::vector<std::string>>* names) {
-    Ws();
-    if (!Eat('{')) return false;
-    *top = Json::object();
-    Ws();
-    if (Eat('}')) return End();
-    for (;;) {
-      Ws();
-      std::string key;
-      if (!PlainString(&key)) return false;
-      Ws();
-      if (!Eat(':')) return false;
-      Ws();
-      if (absl::EqualsIgnoreCase(key, "NodeNames") && Peek() == '[') {
-        std::vector<std::string> v;
-        if (!NameArray(&v)) return false;
-        if (names->has_value() || top->contains(key)) return false;  // duplicates: generic path
-        *names = std::move(v);
-      } else {
-        size_t begin = i_;
-        if (!SkipValue()) return false;
-        Json value = Json::parse(s_.begin() + begin, s_.begin() + i_, nullptr, false);
-        if (value.is_discarded() || top->contains(key)) return false;
-        (*top)[key] = std::move(value);
-      }
-      Ws();
-      if (Eat(',')) continue;
-      if (Eat('}')) return End();
-      return false;
-    }
-  }
-
- private:
-  char Peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  bool Eat(char c) {
-    if (Peek() != c) return false;
-    ++i_;
-    return true;
-  }
-  void Ws() {
-    while (i_ < s_.size() &&
-           (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) {
-      ++i_;
-    }
-  }
-  bool End() {
-    Ws();
-    return i_ == s_.size();
-  }
-  // A string of printable ASCII without escapes: find the closing quote with memchr, then check
-  // the span in one branch-light pass.
-  bool PlainString(std::string* out) {
-    if (!Eat('"')) return false;
-    const char* start = s_.data() + i_;
-    const void* q = std::memchr(start, '"', s_.size() - i_);
-    if (q == nullptr) return false;
-    const size_t len = static_cast<const char*>(q) - start;
-    bool bad = false;
-    for (size_t k = 0; k < len; ++k) {
-      unsigned char c = static_cast<unsigned char>(start[k]);
-      bad |= (c == '\\') | (c < 0x20) | (c >= 0x7f);
-    }
-    if (bad) return false;
-    out->assign(start, len);
-    i_ += len + 1;
-    return true;
-  }
-  bool NameArray(std::vector<std::string>* out) {
-    if (!Eat('[')) return false;
-    Ws();
-    if (Eat(']')) return true;
-    out->reserve(s_.size() / 24);
-    for (;;) {
-      Ws();
-      std::string n;
-      if (!PlainString(&n)) return false;
-      out->push_back(std::move(n));
-      Ws();
-      if (Eat(',')) continue;
-      return Eat(']');
-    }
-  }
-  // Skips one value (nlohmann validates it afterwards).
-  bool SkipValue() {
-    int depth = 0;
-    do {
-      if (i_ >= s_.size()) return false;
-      char c = s_[i_];
-      if (c == '"') {
-        for (++i_; i_ < s_.size() && s_[i_] != '"'; ++i_) {
-          if (s_[i_] == '\\') ++i_;
-        }
-        if (i_ >= s_.size()) return false;
-        ++i_;
-      } else if (c == '{' || c == '[') {
-        ++depth;
-        ++i_;
-      } else if (c == '}' || c == ']') {
-        if (--depth < 0) return false;
-        ++i_;
-      } else if (depth == 0) {
-        // A scalar at the top of this value: up to the next delimiter.
-        while (i_ < s_.size() && s_[i_] != ',' && s_[i_] != '}' && s_[i_] != ']' && s_[i_] != ' ' &&
-               s_[i_] != '\n' && s_[i_] != '\r' && s_[i_] != '\t') {
-          ++i_;
-        }
-      } else {
-        ++i_;
-      }
-    } while (depth > 0);
-    return true;
-  }
-
-  absl::string_view s_;
-  size_t i_ = 0;
-};
-
-}  // namespace
-
-absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body) {
-  Json top;
-  std::optional<std::vector<std::string>> names;
-  if (FastArgsScanner(body).Run(&top, &names))
-    return ArgsFromJson(std::move(top), std::move(names));
-  return ArgsFromJson(ParseJson(body), std::nullopt);
-}
-
 std::string SerializeExtenderArgs(const ExtenderArgs& a) {
-  Json j = Json::object();
-  j["Pod"] = a.pod;
+  std::string out = "{\"Pod\":";
+  out += DumpJson(a.pod);
   if (a.node_cache) {
-    j["Nodes"] = nullptr;
-    j["NodeNames"] = a.names;
+    out += ",\"Nodes\":null,\"NodeNames\":";
+    out += DumpJson(Json(a.names));
   } else {
-    Json list = Json::object();
-    list["metadata"] = a.node_list_meta.is_null() ? Json::object() : a.node_list_meta;
-    list["items"] = a.node_items;
-    j["Nodes"] = std::move(list);
-    j["NodeNames"] = nullptr;
+    out += ",\"Nodes\":{\"metadata\":";
+    out += a.node_list_meta.empty() ? "{}" : a.node_list_meta;
+    out += ",\"items\":[";
+    for (size_t i = 0; i < a.node_items.size(); ++i) {
+      if (i) out += ',';
+      out += a.node_items[i];
+    }
+    out += "]},\"NodeNames\":null";
   }
-  return DumpJson(j);
+  out += '}';
+  return out;
 }
 
 std::string SerializeFilterResult(const ExtenderFilterResult& r) {
@@ -431,14 +246,14 @@ std::string SerializeFilterVerdicts(const ExtenderArgs& args, const FilterVerdic
     w.Put(']');
   } else {
     w.Put("{\"metadata\":");
-    w.Put(args.node_list_meta.is_null() ? std::string("{}") : DumpJson(args.node_list_meta));
+    w.Put(args.node_list_meta.empty() ? absl::string_view("{}") : args.node_list_meta);
     w.Put(",\"items\":[");
     bool first = true;
     for (size_t i = 0; i < n && i < args.node_items.size(); ++i) {
       if (v.verdict[i] != 0) continue;
       if (!first) w.Put(',');
       first = false;
-      w.Put(DumpJson(args.node_items[i]));
+      w.Put(args.node_items[i]);
     }
     w.Put("]},\"NodeNames\":null");
   }
@@ -473,7 +288,7 @@ ExtenderFilterResult ToFilterResult(const ExtenderArgs& args, const FilterVerdic
       if (r.node_cache) {
         r.node_names.push_back(args.names[i]);
       } else if (i < args.node_items.size()) {
-        items.push_back(args.node_items[i]);
+        items.push_back(Json::parse(args.node_items[i], nullptr, false));
       }
     } else if (k <= v.reasons.size()) {
       const FilterVerdicts::Reason& reason = v.reasons[k - 1];
@@ -482,9 +297,9 @@ ExtenderFilterResult ToFilterResult(const ExtenderArgs& args, const FilterVerdic
     }
   }
   if (!r.node_cache) {
-    r.nodes =
-        Json{{"metadata", args.node_list_meta.is_null() ? Json::object() : args.node_list_meta},
-             {"items", std::move(items)}};
+    Json meta = Json::parse(args.node_list_meta, nullptr, false);
+    if (!meta.is_object()) meta = Json::object();
+    r.nodes = Json{{"metadata", std::move(meta)}, {"items", std::move(items)}};
   }
   return r;
 }

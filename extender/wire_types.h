@@ -22,12 +22,15 @@ struct ExtenderArgs {
   Json pod;                        // the v1.Pod object
   bool node_cache = true;          // NodeNames were sent (nodeCacheCapable); else Nodes
   std::vector<std::string> names;  // candidate node names, in the order sent
-  Json node_list_meta;             // Nodes.metadata (full NodeList mode)
-  std::vector<Json> node_items;    // Nodes.items (full NodeList mode), parallel to names
-  // Every name is printable ASCII without '"' or '\\' (the fast scanner checked), so replies can
-  // copy names without escaping them.
+  // Full NodeList mode: Nodes.metadata and each of Nodes.items as JSON text (minified), parallel
+  // to names. Kept as text: the daemon only echoes the items of passing nodes back.
+  std::string node_list_meta = "{}";
+  std::vector<std::string> node_items;
+  // Every name is printable ASCII without '"' or '\\' (the parser checked), so replies can copy
+  // names without escaping them.
   bool names_plain = false;
 };
+// extender_args.cc (simdjson).
 absl::StatusOr<ExtenderArgs> ParseExtenderArgs(absl::string_view body);
 std::string SerializeExtenderArgs(const ExtenderArgs& a);
 

@@ -298,6 +298,8 @@ TEST(KubeSyncTest, RestartInTheMiddleOfAGang) {
     ASSERT_FALSE(n0.empty());
     EXPECT_NE(n0, "gpu-node-000");
     held = BindAsync(a.h(), g0, n0);
+    // The bind must have reached the barrier (not merely been sent) before A goes away.
+    ASSERT_TRUE(Eventually([&] { return a.h().service().GetStats().held_binds == 1; }));
     EXPECT_FALSE(held.is_done());
   }  // daemon A goes away with one member held at the barrier
   testing::Reply r = held.get();

@@ -145,11 +145,12 @@ TEST(WireTest, VerdictSerializationMatchesTheStructForm) {
       if (!plain && rng() % 3 == 0) name += odd[rng() % odd.size()];
       a.names.push_back(name);
       if (!a.node_cache) {
-        a.node_items.push_back(Json{{"metadata", {{"name", name}, {"labels", {{"i", i}}}}}});
+        a.node_items.push_back(
+            DumpJson(Json{{"metadata", {{"name", name}, {"labels", {{"i", i}}}}}}));
       }
     }
     a.names_plain = plain;
-    if (!a.node_cache) a.node_list_meta = Json{{"resourceVersion", "12"}};
+    if (!a.node_cache) a.node_list_meta = R"({"resourceVersion":"12"})";
     FilterVerdicts v;
     const int reasons = static_cast<int>(rng() % 4);
     for (int k = 0; k < reasons; ++k) {
@@ -363,8 +364,8 @@ TEST(CapturedBodiesTest, FullNodeListParsesIntoNodes) {
     EXPECT_FALSE(a->node_cache);
     ASSERT_EQ(a->node_items.size(), a->names.size());
     EXPECT_GT(a->names.size(), 90u);
-    for (const Json& item : a->node_items) {
-      auto n = ParseNode(item, "nvidia.com/gpu");
+    for (const std::string& item : a->node_items) {
+      auto n = ParseNode(Json::parse(item), "nvidia.com/gpu");
       ASSERT_TRUE(n.ok()) << n.status();
       EXPECT_EQ(n->gpus, 8);
       EXPECT_TRUE(n->ready);
