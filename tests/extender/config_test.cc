@@ -133,6 +133,44 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
   EXPECT_EQ(grants, (std::set<std::string>{"nodes:get", "nodes:list", "nodes:watch", "pods:get",
                                            "pods:list", "pods:watch", "pods/binding:create",
                                            "events:create"}));
+
+  // Leader election: a namespaced Role on the daemon's Lease only, bound to its account.
+  const LeaderElectionConfig& le = d->leader_election;
+  EXPECT_EQ(le.enabled, true);
+  std::set<std::string> lease_grants;
+  bool bound = false;
+  for (const YAML::Node& doc : rbac) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "RoleBinding") {
+      bound = doc["metadata"]["namespace"].as<std::string>() == le.lease_namespace &&
+              doc["roleRef"]["name"].as<std::string>() == "topogangd-leader-election" &&
+              doc["subjects"][0]["name"].as<std::string>() == "topogangd";
+    }
+    if (kind != "Role") continue;
+    EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), le.lease_namespace);
+    for (const YAML::Node& rule : doc["rules"]) {
+      EXPECT_EQ(rule["apiGroups"][0].as<std::string>(), "coordination.k8s.io");
+      EXPECT_EQ(rule["resources"][0].as<std::string>(), "leases");
+      std::string names = rule["resourceNames"] ? rule["resourceNames"][0].as<std::string>() : "*";
+      for (const YAML::Node& v : rule["verbs"])
+        lease_grants.insert(names + ":" + v.as<std::string>());
+    }
+  }
+  EXPECT_TRUE(bound);
+  EXPECT_EQ(lease_grants,
+            (std::set<std::string>{"*:create", le.lease_name + ":get", le.lease_name + ":update"}));
+  // Two replicas (leader + warm standby) that know their pod name, spread over nodes.
+  YAML::Node deploy;
+  for (const YAML::Node& doc : docs) {
+    if (doc["kind"].as<std::string>() == "Deployment") deploy = doc;
+  }
+  ASSERT_TRUE(deploy);
+  EXPECT_EQ(deploy["spec"]["replicas"].as<int>(), 2);
+  EXPECT_EQ(deploy["spec"]["strategy"]["type"].as<std::string>(), "RollingUpdate");
+  YAML::Node pod = deploy["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["containers"][0]["env"][0]["name"].as<std::string>(), "POD_NAME");
+  EXPECT_EQ(pod["containers"][0]["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
+  EXPECT_TRUE(pod["affinity"]["podAntiAffinity"]);
 }
 
 }  // namespace
