@@ -186,6 +186,7 @@ int Main(int argc, char** argv) {
       update_ready();
     });
   }
+  SteadyClock election_clock;  // deadlines must not jump with the wall clock
   std::unique_ptr<LeaderElector> elector;
   if (elect) {
     LeaderElectorOptions eo;
@@ -228,7 +229,8 @@ int Main(int argc, char** argv) {
     // Its own client: requests time out within the renew deadline, so a hung API server
     // cannot stall renewals (the elector's watchdog enforces the deadline regardless).
     elector = std::make_unique<LeaderElector>(
-        std::make_shared<KubeClient>(kube_config, eo.renew_deadline), eo, std::move(cb), clock);
+        std::make_shared<KubeClient>(kube_config, eo.renew_deadline), eo, std::move(cb),
+        election_clock);
   }
   if (absl::Status s = server.Start(); !s.ok()) return Fail(std::string(s.message()));
   if (sync) sync->Start();

@@ -90,7 +90,7 @@ struct Candidate {
 
   std::string id;
   Invariant& inv;
-  SystemClock clock;
+  SteadyClock clock;
   std::atomic<int> started{0}, stopped{0};
   absl::Status stop_status;
   std::unique_ptr<LeaderElector> elector;
@@ -165,6 +165,17 @@ TEST(LeaderIdentityTest, PodNamePlusRandomSuffixAndNamespaceFile) {
   std::ofstream(dir / "namespace") << "../../etc";
   EXPECT_EQ(DefaultLeaseNamespace(dir.string()), "kube-system");  // not a DNS label
   std::filesystem::remove_all(dir);
+}
+
+TEST(SteadyClockTest, TracksWallTimeAndNeverGoesBack) {
+  SteadyClock c;
+  absl::Time prev = c.Now();
+  EXPECT_LT(absl::AbsDuration(prev - absl::Now()), absl::Seconds(1));
+  for (int i = 0; i < 1000; ++i) {
+    absl::Time t = c.Now();
+    ASSERT_GE(t, prev);
+    prev = t;
+  }
 }
 
 // The decisions, one attempt at a time, with a FakeClock: no threads, no waiting.
