@@ -178,7 +178,11 @@ int Main(int argc, char** argv) {
   std::atomic<bool> synced{!sync}, leading{!elect}, lost{false};
   std::mutex lost_mu;
   std::string lost_why;
-  auto update_ready = [&] { server.SetReady(synced && leading); };
+  std::mutex ready_mu;  // read-and-set as one step: the sync and the elector race here
+  auto update_ready = [&] {
+    std::lock_guard<std::mutex> l(ready_mu);
+    server.SetReady(synced && leading);
+  };
   update_ready();
   if (sync) {
     sync->Attach(&service, [&] {
