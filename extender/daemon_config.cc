@@ -1,9 +1,90 @@
 #include "extender/daemon_config.h"
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/yaml_util.h"
 
 namespace topogang {
+
+namespace {
+
+// RFC 1123 subdomain (Lease names) or label (namespaces): lowercase alphanumerics, '-', '.'.
+bool IsDnsName(absl::string_view s, bool allow_dots, size_t max_len) {
+  if (s.empty() || s.size() > max_len) return false;
+  if (!absl::ascii_isalnum(s.front()) || !absl::ascii_isalnum(s.back())) return false;
+  for (char c : s) {
+    if (absl::ascii_isupper(c)) return false;
+    if (!absl::ascii_isalnum(c) && c != '-' && !(allow_dots && c == '.')) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<LeaderElectionConfig> ParseLeaderElection(const YAML::Node& n,
+                                                         absl::string_view source) {
+  LeaderElectionConfig c;
+  if (!n.IsDefined() || n.IsNull()) return c;
+  if (!n.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n), ": daemon.leader_election: expected a mapping"));
+  }
+  if (absl::Status s = YamlCheckKeys(n, source,
+                                     {"enabled", "lease_name", "lease_namespace",
+                                      "lease_duration_ms", "renew_deadline_ms", "retry_period_ms"},
+                                     "daemon.leader_election");
+      !s.ok()) {
+    return s;
+  }
+  if (n["enabled"].IsDefined() && !n["enabled"].IsNull()) {
+    auto e = YamlBool(n, "enabled", source, false);
+    if (!e.ok()) return e.status();
+    c.enabled = *e;
+  }
+  auto name = YamlString(n, "lease_name", source, c.lease_name);
+  if (!name.ok()) return name.status();
+  c.lease_name = *name;
+  auto ns = YamlString(n, "lease_namespace", source, c.lease_namespace);
+  if (!ns.ok()) return ns.status();
+  c.lease_namespace = *ns;
+  for (auto [key, field] : {std::pair{"lease_duration_ms", &c.lease_duration_ms},
+                            std::pair{"renew_deadline_ms", &c.renew_deadline_ms},
+                            std::pair{"retry_period_ms", &c.retry_period_ms}}) {
+    auto v = YamlInt(n, key, source, 1, 3600000, *field);
+    if (!v.ok()) return v.status();
+    *field = *v;
+  }
+  if (absl::Status s = ValidateLeaderElection(c, YamlWhere(source, n)); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace
+
+absl::Status ValidateLeaderElection(const LeaderElectionConfig& c, absl::string_view source) {
+  auto bad = [&](absl::string_view msg) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": daemon.leader_election: ", msg));
+  };
+  if (!IsDnsName(c.lease_name, true, 253)) {
+    return bad(absl::StrCat("lease_name \"", c.lease_name,
+                            "\" is not a DNS subdomain (lowercase letters, digits, '-', '.')"));
+  }
+  if (!c.lease_namespace.empty() && !IsDnsName(c.lease_namespace, false, 63)) {
+    return bad(absl::StrCat("lease_namespace \"", c.lease_namespace,
+                            "\" is not a DNS label (lowercase letters, digits, '-')"));
+  }
+  if (c.lease_duration_ms <= 0 || c.renew_deadline_ms <= 0 || c.retry_period_ms <= 0) {
+    return bad("lease_duration_ms, renew_deadline_ms and retry_period_ms must be > 0");
+  }
+  if (c.renew_deadline_ms >= c.lease_duration_ms) {
+    return bad(absl::StrCat("renew_deadline_ms (", c.renew_deadline_ms,
+                            ") must be less than lease_duration_ms (", c.lease_duration_ms,
+                            "): a leader must give up before a standby may take over"));
+  }
+  if (c.retry_period_ms >= c.renew_deadline_ms) {
+    return bad(absl::StrCat("retry_period_ms (", c.retry_period_ms,
+                            ") must be less than renew_deadline_ms (", c.renew_deadline_ms,
+                            "): the leader needs several renewal attempts per deadline"));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string_view source) {
   DaemonConfig c;
@@ -17,7 +98,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
            "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
            "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
-           "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
+           "leader_election", "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
           "daemon");
       !s.ok()) {
     return s;
@@ -59,6 +140,9 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto holds = YamlInt(d, "max_holds", source, 0, 1000, c.extender.queue.max_holds);
   if (!holds.ok()) return holds.status();
   c.extender.queue.max_holds = static_cast<int>(*holds);
+  auto le = ParseLeaderElection(d["leader_election"], source);
+  if (!le.ok()) return le.status();
+  c.leader_election = *le;
   if (c.extender.gpu_resource.empty() || c.http.filter_verb.empty() || c.http.bind_verb.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": daemon: verbs and gpu_resource must not be empty"));

@@ -13,10 +13,16 @@
 //     starvation_threshold_seconds: 600   # then GPUs are held for the oldest large gang
 //     hold_min_gpus: 64                   # only gangs this large get holds
 //     max_holds: 1
+//     leader_election:             # cluster mode: one serving replica, warm standbys
+//       enabled: true              # default: true in cluster mode, false standalone
+//       lease_name: topogangd      lease_namespace: <pod's namespace, else kube-system>
+//       lease_duration_ms: 15000   renew_deadline_ms: 10000   retry_period_ms: 2000
 #pragma once
 
 #include <yaml-cpp/yaml.h>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -25,10 +31,25 @@
 
 namespace topogang {
 
+// client-go's defaults. Validity: 0 < retry_period < renew_deadline < lease_duration (the gap
+// between renew_deadline and lease_duration is what keeps two replicas from serving at once).
+struct LeaderElectionConfig {
+  std::optional<bool> enabled;  // unset: on in cluster mode, off standalone
+  std::string lease_name = "topogangd";
+  std::string lease_namespace;  // "" = the pod's namespace (service account), else kube-system
+  int64_t lease_duration_ms = 15000;
+  int64_t renew_deadline_ms = 10000;
+  int64_t retry_period_ms = 2000;
+};
+
 struct DaemonConfig {
   HttpServerOptions http;
   ExtenderOptions extender;
+  LeaderElectionConfig leader_election;
 };
+
+// Checks names (DNS subdomain / label) and the duration ordering; for values set by flags too.
+absl::Status ValidateLeaderElection(const LeaderElectionConfig& c, absl::string_view source);
 
 // `daemon` may be undefined (defaults). Unknown keys and bad values are errors with positions.
 absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& daemon, absl::string_view source);

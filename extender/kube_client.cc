@@ -26,7 +26,7 @@ struct KubeClient::CancelState {
 
 namespace {
 
-http_client_config MakeConfig(const KubeConfig& c, std::chrono::seconds timeout) {
+http_client_config MakeConfig(const KubeConfig& c, std::chrono::milliseconds timeout) {
   http_client_config cfg;
   cfg.set_timeout(timeout);
   cfg.set_validate_certificates(!c.insecure_skip_verify);
@@ -58,10 +58,11 @@ std::string PathEscape(absl::string_view s) {
   return out;
 }
 
-KubeClient::KubeClient(KubeConfig config)
+KubeClient::KubeClient(KubeConfig config, absl::Duration request_timeout)
     : config_(std::move(config)), cancel_(std::make_unique<CancelState>()) {
-  client_ =
-      std::make_unique<http_client>(config_.server, MakeConfig(config_, std::chrono::seconds(30)));
+  client_ = std::make_unique<http_client>(
+      config_.server, MakeConfig(config_, std::chrono::milliseconds(std::max<int64_t>(
+                                              1, absl::ToInt64Milliseconds(request_timeout)))));
   // Watches run up to timeoutSeconds (300) server-side; the client timeout is an inactivity
   // bound above that.
   watch_client_ =
@@ -82,31 +83,31 @@ std::string KubeClient::Token() {
   return token_;
 }
 
-absl::StatusOr<HttpResult> KubeClient::Get(const std::string& path) {
-  http_request req(methods::GET);
+absl::StatusOr<HttpResult> KubeClient::Send(const char* method, const std::string& path,
+                                            const std::string* body) {
+  http_request req{web::http::method(method)};
   req.set_request_uri(path);
   req.headers().add("Accept", "application/json");
   if (std::string t = Token(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
+  if (body) req.set_body(*body, "application/json");
   try {
     http_response resp = client_->request(req).get();
     return HttpResult{resp.status_code(), resp.extract_utf8string(true).get()};
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("GET ", config_.server, path, ": ", e.what()));
+    return absl::UnavailableError(absl::StrCat(method, " ", config_.server, path, ": ", e.what()));
   }
 }
 
+absl::StatusOr<HttpResult> KubeClient::Get(const std::string& path) {
+  return Send("GET", path, nullptr);
+}
+
 absl::StatusOr<HttpResult> KubeClient::Post(const std::string& path, const std::string& body) {
-  http_request req(methods::POST);
-  req.set_request_uri(path);
-  req.headers().add("Accept", "application/json");
-  if (std::string t = Token(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
-  req.set_body(body, "application/json");
-  try {
-    http_response resp = client_->request(req).get();
-    return HttpResult{resp.status_code(), resp.extract_utf8string(true).get()};
-  } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("POST ", config_.server, path, ": ", e.what()));
-  }
+  return Send("POST", path, &body);
+}
+
+absl::StatusOr<HttpResult> KubeClient::Put(const std::string& path, const std::string& body) {
+  return Send("PUT", path, &body);
 }
 
 void KubeClient::Cancel() {

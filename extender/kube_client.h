@@ -1,4 +1,4 @@
-// A small Kubernetes API client over cpprestsdk's http_client: GET/POST JSON and streaming
+// A small Kubernetes API client over cpprestsdk's http_client: GET/POST/PUT JSON and streaming
 // watches (newline-delimited events read as they arrive). TLS is verified against the
 // configured CA; client certificates and bearer tokens are supported.
 #pragma once
@@ -28,12 +28,16 @@ struct HttpResult {
 
 class KubeClient {
  public:
-  explicit KubeClient(KubeConfig config);
+  // request_timeout bounds GET/POST/PUT (not watches). The leader elector uses its own client
+  // with a short one, so a hung API server cannot keep it waiting past its renew deadline.
+  explicit KubeClient(KubeConfig config, absl::Duration request_timeout = absl::Seconds(30));
   ~KubeClient();
 
   // path includes the query, e.g. "/api/v1/nodes?limit=500".
   absl::StatusOr<HttpResult> Get(const std::string& path);
   absl::StatusOr<HttpResult> Post(const std::string& path, const std::string& json_body);
+  // Replaces an object (optimistic concurrency: the body carries metadata.resourceVersion).
+  absl::StatusOr<HttpResult> Put(const std::string& path, const std::string& json_body);
 
   // Opens a watch and calls on_line for every complete line until the server ends the stream,
   // the connection drops, on_line returns false, or Cancel() is called. Returns the HTTP status
@@ -47,6 +51,8 @@ class KubeClient {
 
  private:
   std::string Token();
+  absl::StatusOr<HttpResult> Send(const char* method, const std::string& path,
+                                  const std::string* json_body);
 
   KubeConfig config_;
   std::unique_ptr<web::http::client::http_client> client_;

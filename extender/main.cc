@@ -7,13 +7,21 @@
 //   Either mode also serves the gRPC placement and agent services when the config has a
 //   daemon.grpc section or --grpc-address is given (docs/grpc.md).
 //
-// SIGTERM/SIGINT: stop listening, fail held binds, exit 0.
+// Cluster mode runs leader election on a Lease (daemon.leader_election, --leader-elect): every
+// replica lists and watches (a warm standby), only the leader is ready and serves. See
+// docs/high-availability.md.
+//
+// SIGTERM/SIGINT: stop listening, fail held binds, release the lease, exit 0.
+// Leadership lost (renewal failed past the renew deadline): fail held binds, exit 1.
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -28,6 +36,7 @@
 #include "extender/grpc_server.h"
 #include "extender/http_server.h"
 #include "extender/kube_sync.h"
+#include "extender/leader_election.h"
 
 namespace topogang {
 namespace {
@@ -37,7 +46,8 @@ constexpr char kUsage[] =
     "       topogangd (--kubeconfig FILE | --in-cluster) [--config FILE] [--http-port P]\n"
     "options: --url-prefix PATH  --bind-window-ms N  --gpu-resource NAME\n"
     "         --grpc-address HOST:PORT (gRPC placement + agent services; also daemon.grpc)\n"
-    "         --grpc-insecure-agents (accept agents without a token or certificate: demos only)\n";
+    "         --grpc-insecure-agents (accept agents without a token or certificate: demos only)\n"
+    "         --leader-elect=true|false (cluster mode; default true)  --lease-namespace NS\n";
 
 int Fail(const std::string& msg) {
   std::cerr << "topogangd: " << msg << "\n";
@@ -45,10 +55,11 @@ int Fail(const std::string& msg) {
 }
 
 int Main(int argc, char** argv) {
-  auto args = cli::ParseArgs(argc, argv, 1,
-                             {"cluster", "config", "http-port", "bind-address", "url-prefix",
-                              "bind-window-ms", "gpu-resource", "kubeconfig", "grpc-address"},
-                             {"in-cluster", "help", "grpc-insecure-agents"});
+  auto args = cli::ParseArgs(
+      argc, argv, 1,
+      {"cluster", "config", "http-port", "bind-address", "url-prefix", "bind-window-ms",
+       "gpu-resource", "kubeconfig", "grpc-address", "leader-elect", "lease-namespace"},
+      {"in-cluster", "help", "grpc-insecure-agents"});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (args->Has("help")) {
     std::cout << kUsage;
@@ -90,6 +101,23 @@ int Main(int argc, char** argv) {
     daemon.extender.bind_window = absl::Milliseconds(ms);
   }
 
+  LeaderElectionConfig election = daemon.leader_election;
+  if (args->Has("leader-elect")) {
+    const std::string v = args->Get("leader-elect");
+    if (v != "true" && v != "false") return Fail("--leader-elect: expected true or false");
+    election.enabled = v == "true";
+  }
+  if (args->Has("lease-namespace")) {
+    election.lease_namespace = args->Get("lease-namespace");
+    if (absl::Status s = ValidateLeaderElection(election, "--lease-namespace"); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+  }
+  const bool elect = election.enabled.value_or(kube);
+  if (elect && !kube) {
+    return Fail("leader election needs cluster mode (--kubeconfig or --in-cluster)");
+  }
+
   const bool want_grpc = args->Has("grpc-address") ||
                          (config.daemon.IsDefined() && config.daemon.IsMap() &&
                           config.daemon["grpc"].IsDefined() && !config.daemon["grpc"].IsNull());
@@ -107,12 +135,14 @@ int Main(int argc, char** argv) {
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);
   sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGUSR1);  // raised by the elector when leadership is lost
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
   SystemClock clock;
   std::unique_ptr<DaemonState> state;
   std::unique_ptr<Binder> binder;
   std::unique_ptr<KubeSync> sync;
+  KubeConfig kube_config;
   TopologyConfig topology;
   if (!kube) {
     auto loaded = LoadClusterFiles(args->Get("cluster"), args->Get("config"));
@@ -137,18 +167,79 @@ int Main(int argc, char** argv) {
     if (!empty.ok()) return Fail(std::string(empty.status().message()));
     state =
         std::make_unique<DaemonState>(GangScheduler(std::move(*empty), config.scheduler), clock);
+    kube_config = *kc;
     auto client = std::make_shared<KubeClient>(*kc);
     binder = std::make_unique<KubeBinder>(client);
     sync = std::make_unique<KubeSync>(client, *state, topology, daemon.extender.gpu_resource);
   }
   ExtenderService service(*state, *binder, daemon.extender);
   ExtenderHttpServer server(service, daemon.http);
+  // Ready (in the Service's endpoints) only when the model is in sync AND this replica leads.
+  std::atomic<bool> synced{!sync}, leading{!elect}, lost{false};
+  std::mutex lost_mu;
+  std::string lost_why;
+  std::mutex ready_mu;  // read-and-set as one step: the sync and the elector race here
+  auto update_ready = [&] {
+    std::lock_guard<std::mutex> l(ready_mu);
+    // A standby answers verbs with an error (a Service may route one to it during a failover):
+    // its reservation ledger is empty, and two ledgers would double-book GPUs.
+    server.SetLeader(leading);
+    server.SetReady(synced && leading);
+  };
+  update_ready();
   if (sync) {
-    server.SetReady(false);
-    sync->Attach(&service, [&server] { server.SetReady(true); });
+    sync->Attach(&service, [&] {
+      synced = true;
+      update_ready();
+    });
+  }
+  SteadyClock election_clock;  // deadlines must not jump with the wall clock
+  std::unique_ptr<LeaderElector> elector;
+  if (elect) {
+    LeaderElectorOptions eo;
+    eo.lease_name = election.lease_name;
+    eo.lease_namespace = election.lease_namespace.empty()
+                             ? DefaultLeaseNamespace(kServiceAccountDir)
+                             : election.lease_namespace;
+    eo.identity = MakeLeaderIdentity();
+    eo.lease_duration = absl::Milliseconds(election.lease_duration_ms);
+    eo.renew_deadline = absl::Milliseconds(election.renew_deadline_ms);
+    eo.retry_period = absl::Milliseconds(election.retry_period_ms);
+    LeaderCallbacks cb;
+    cb.on_started_leading = [&] {
+      leading = true;
+      update_ready();
+    };
+    cb.on_stopped_leading = [&](const absl::Status& why) {
+      leading = false;
+      update_ready();
+      if (why.ok()) return;  // released by our own shutdown
+      // Lost: a standby may take over once the lease expires, so stop acting now. Held binds
+      // fail (kube-scheduler retries them against the new leader). Then exit(1), like client-go:
+      // this replica's in-memory ledger may disagree with what the new leader decides, and a
+      // clean restart (Deployment) rejoins as a standby that relists from the API server,
+      // instead of trying to reconcile a half-stale state in place.
+      service.FailHeldBinds(absl::StrCat("topogangd lost leadership: ", why.message()));
+      {
+        std::lock_guard<std::mutex> l(lost_mu);
+        lost_why = std::string(why.message());
+      }
+      lost = true;
+      kill(getpid(), SIGUSR1);  // main thread shuts down and exits 1
+    };
+    cb.on_new_leader = [](const std::string& holder) {
+      std::cerr << "topogangd: leader election: lease holder is now "
+                << (holder.empty() ? "nobody (released)" : holder) << std::endl;
+    };
+    // Its own client: requests time out within the renew deadline, so a hung API server
+    // cannot stall renewals (the elector's watchdog enforces the deadline regardless).
+    elector = std::make_unique<LeaderElector>(
+        std::make_shared<KubeClient>(kube_config, eo.renew_deadline), eo, std::move(cb),
+        election_clock);
   }
   if (absl::Status s = server.Start(); !s.ok()) return Fail(std::string(s.message()));
   if (sync) sync->Start();
+  if (elector) elector->Start();
   std::unique_ptr<GrpcServer> grpc_server;
   if (want_grpc) {
     auto g = StartGrpcServer(*state, grpc_options);
@@ -165,13 +256,26 @@ int Main(int argc, char** argv) {
             << (kube ? "cluster mode" : "standalone") << ")" << std::endl;
 
   int sig = 0;
-  sigwait(&stop, &sig);
-  std::cerr << "topogangd: signal " << sig << ", shutting down" << std::endl;
+  for (;;) {
+    sigwait(&stop, &sig);
+    if (sig != SIGUSR1 || lost) break;  // a stray SIGUSR1 is not a lost lease
+  }
+  if (lost) {
+    std::lock_guard<std::mutex> l(lost_mu);
+    std::cerr << "topogangd: leadership lost (" << lost_why
+              << "); exiting with status 1 to restart as a standby" << std::endl;
+  } else {
+    std::cerr << "topogangd: signal " << sig << ", shutting down" << std::endl;
+  }
+  // Stop serving before the lease is released, so two replicas never serve at once.
+  leading = false;
+  update_ready();
   if (sync) sync->Stop();
   if (grpc_server) grpc_server->Shutdown();
   server.Stop();
+  if (elector) elector->Stop();  // a leader releases the lease: the standby takes over at once
   state->Shutdown();
-  return 0;
+  return lost ? 1 : 0;
 }
 
 }  // namespace

@@ -51,6 +51,51 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   }
 }
 
+TEST(DaemonConfigTest, LeaderElection) {
+  auto d = ParseDaemonConfig(YAML::Node(), "x");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->leader_election.enabled.has_value());  // the mode decides
+  EXPECT_EQ(d->leader_election.lease_name, "topogangd");
+  EXPECT_EQ(d->leader_election.lease_namespace, "");
+  EXPECT_EQ(d->leader_election.lease_duration_ms, 15000);
+  EXPECT_EQ(d->leader_election.renew_deadline_ms, 10000);
+  EXPECT_EQ(d->leader_election.retry_period_ms, 2000);
+  auto c = ParseDaemonConfig(
+      YAML::Load("{leader_election: {enabled: false, lease_name: gang.lock, lease_namespace: "
+                 "gpu-system, lease_duration_ms: 600, renew_deadline_ms: 400, "
+                 "retry_period_ms: 50}}"),
+      "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->leader_election.enabled, false);
+  EXPECT_EQ(c->leader_election.lease_name, "gang.lock");
+  EXPECT_EQ(c->leader_election.lease_namespace, "gpu-system");
+  EXPECT_EQ(c->leader_election.lease_duration_ms, 600);
+  EXPECT_EQ(c->leader_election.renew_deadline_ms, 400);
+  EXPECT_EQ(c->leader_election.retry_period_ms, 50);
+  const std::pair<const char*, const char*> bad[] = {
+      {"{leader_election: {renew_deadline_ms: 15000}}", "must be less than lease_duration_ms"},
+      {"{leader_election: {renew_deadline_ms: 20000}}", "must be less than lease_duration_ms"},
+      {"{leader_election: {retry_period_ms: 10000}}", "must be less than renew_deadline_ms"},
+      {"{leader_election: {retry_period_ms: 0}}", "retry_period_ms"},
+      {"{leader_election: {lease_duration_ms: -5}}", "lease_duration_ms"},
+      {"{leader_election: {lease_duration_ms: soon}}", "lease_duration_ms"},
+      {"{leader_election: {enabled: maybe}}", "enabled"},
+      {"{leader_election: {lease_name: Bad_Name}}", "DNS subdomain"},
+      {"{leader_election: {lease_name: ''}}", "DNS subdomain"},
+      {"{leader_election: {lease_name: a/b}}", "DNS subdomain"},
+      {"{leader_election: {lease_namespace: a.b}}", "DNS label"},
+      {"{leader_election: {lease_namespace: ../x}}", "DNS label"},
+      {"{leader_election: {lease_secs: 1}}", "lease_secs"},
+      {"{leader_election: [1]}", "expected a mapping"},
+  };
+  for (const auto& [yaml, want] : bad) {
+    auto r = ParseDaemonConfig(YAML::Load(yaml), "cfg.yaml");
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << yaml << ": " << r.status();
+    EXPECT_NE(r.status().message().find("cfg.yaml"), std::string::npos) << r.status();
+  }
+}
+
 TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
   std::vector<YAML::Node> docs = YAML::LoadAll(Source("deploy/topogangd.yaml"));
   ASSERT_FALSE(docs.empty());
@@ -93,6 +138,44 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
   EXPECT_EQ(grants, (std::set<std::string>{"nodes:get", "nodes:list", "nodes:watch", "pods:get",
                                            "pods:list", "pods:watch", "pods/binding:create",
                                            "events:create"}));
+
+  // Leader election: a namespaced Role on the daemon's Lease only, bound to its account.
+  const LeaderElectionConfig& le = d->leader_election;
+  EXPECT_EQ(le.enabled, true);
+  std::set<std::string> lease_grants;
+  bool bound = false;
+  for (const YAML::Node& doc : rbac) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "RoleBinding") {
+      bound = doc["metadata"]["namespace"].as<std::string>() == le.lease_namespace &&
+              doc["roleRef"]["name"].as<std::string>() == "topogangd-leader-election" &&
+              doc["subjects"][0]["name"].as<std::string>() == "topogangd";
+    }
+    if (kind != "Role") continue;
+    EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), le.lease_namespace);
+    for (const YAML::Node& rule : doc["rules"]) {
+      EXPECT_EQ(rule["apiGroups"][0].as<std::string>(), "coordination.k8s.io");
+      EXPECT_EQ(rule["resources"][0].as<std::string>(), "leases");
+      std::string names = rule["resourceNames"] ? rule["resourceNames"][0].as<std::string>() : "*";
+      for (const YAML::Node& v : rule["verbs"])
+        lease_grants.insert(names + ":" + v.as<std::string>());
+    }
+  }
+  EXPECT_TRUE(bound);
+  EXPECT_EQ(lease_grants,
+            (std::set<std::string>{"*:create", le.lease_name + ":get", le.lease_name + ":update"}));
+  // Two replicas (leader + warm standby) that know their pod name, spread over nodes.
+  YAML::Node deploy;
+  for (const YAML::Node& doc : docs) {
+    if (doc["kind"].as<std::string>() == "Deployment") deploy = doc;
+  }
+  ASSERT_TRUE(deploy);
+  EXPECT_EQ(deploy["spec"]["replicas"].as<int>(), 2);
+  EXPECT_EQ(deploy["spec"]["strategy"]["type"].as<std::string>(), "RollingUpdate");
+  YAML::Node pod = deploy["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["containers"][0]["env"][0]["name"].as<std::string>(), "POD_NAME");
+  EXPECT_EQ(pod["containers"][0]["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
+  EXPECT_TRUE(pod["affinity"]["podAntiAffinity"]);
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ FakeApiServer::FakeApiServer() {
 FakeApiServer::~FakeApiServer() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    ReleaseHungLocked();
     for (auto& w : watches_) w->Close();
     watches_.clear();
   }
@@ -222,11 +223,177 @@ bool FakeApiServer::WaitFor(const std::function<bool()>& pred, int timeout_ms) {
   return true;
 }
 
+namespace {
+
+std::string LeaseKey(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+// obj[a][b] when it is a string, else "" (never throws on odd bodies).
+std::string StrAt(const Json& obj, const char* a, const char* b) {
+  if (!obj.is_object() || !obj.contains(a) || !obj[a].is_object() || !obj[a].contains(b)) return "";
+  const Json& v = obj[a][b];
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::string LeaseConflict(const std::string& name) {
+  return "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + name +
+         "\": the object has been modified; please apply your changes to the latest version and "
+         "try again";
+}
+
+}  // namespace
+
+Json FakeApiServer::GetLease(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = leases_.find(LeaseKey(ns, name));
+  return it == leases_.end() || !it->second.raw.empty() ? Json() : it->second.obj;
+}
+
+void FakeApiServer::SetLease(Json lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string ns = lease["metadata"].value("namespace", "default");
+  lease["metadata"]["namespace"] = ns;
+  lease["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  leases_[LeaseKey(ns, lease["metadata"]["name"].get<std::string>())] = {lease, ""};
+  cv_.notify_all();
+}
+
+void FakeApiServer::SetLeaseRaw(const std::string& ns, const std::string& name,
+                                const std::string& body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  leases_[LeaseKey(ns, name)] = {Json(), body};
+  cv_.notify_all();
+}
+
+void FakeApiServer::SetLeaseOutage(Outage mode, const std::string& bearer_token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lease_outage_ = mode;
+  outage_token_ = bearer_token;
+  if (mode != Outage::kHang) ReleaseHungLocked();
+}
+
+void FakeApiServer::ReleaseHungLocked() {
+  for (auto& h : hung_) {
+    ReplyJson(*std::static_pointer_cast<http_request>(h), 503,
+              StatusJson(503, "ServiceUnavailable", "the server is shutting down"));
+  }
+  hung_.clear();
+}
+
+void FakeApiServer::SetLeaseHook(std::function<void(const std::string&)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lease_hook_ = std::move(hook);
+}
+
+int FakeApiServer::lease_requests(const std::string& method) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lease_requests_[method];
+}
+
+std::vector<std::string> FakeApiServer::lease_holders() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lease_holders_;
+}
+
+// /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]
+void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& parts) {
+  http_request req = *static_cast<http_request*>(request);
+  const std::string method = req.method();
+  const std::string ns = parts[4];
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = lease_hook_;
+  }
+  if (hook) hook(method);
+  std::string body;
+  if (method == methods::POST || method == methods::PUT) body = req.extract_utf8string(true).get();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++lease_requests_[method];
+  cv_.notify_all();
+  if (lease_outage_ != Outage::kNone) {
+    std::string auth;
+    if (req.headers().has("Authorization")) auth = req.headers()["Authorization"];
+    if (outage_token_.empty() || auth == "Bearer " + outage_token_) {
+      if (lease_outage_ == Outage::kHang) {
+        hung_.push_back(std::make_shared<http_request>(req));
+        return;
+      }
+      return ReplyJson(req, 503, StatusJson(503, "ServiceUnavailable", "etcd is unavailable"));
+    }
+  }
+  auto bad = [&](const std::string& msg) {
+    return ReplyJson(req, 400, StatusJson(400, "BadRequest", msg));
+  };
+  if (parts.size() == 6 && method == methods::POST) {
+    Json obj = Json::parse(body, nullptr, false);
+    const std::string name = StrAt(obj, "metadata", "name");
+    if (name.empty()) return bad("Lease: metadata.name required");
+    const std::string key = LeaseKey(ns, name);
+    if (leases_.count(key)) {
+      return ReplyJson(req, 409,
+                       StatusJson(409, "AlreadyExists",
+                                  "leases.coordination.k8s.io \"" + name + "\" already exists"));
+    }
+    obj["metadata"]["namespace"] = ns;
+    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    obj["metadata"]["uid"] = "lease-uid-" + std::to_string(rv_);
+    leases_[key] = {obj, ""};
+    lease_holders_.push_back(StrAt(obj, "spec", "holderIdentity"));
+    return ReplyJson(req, 201, obj);
+  }
+  if (parts.size() != 7) return bad("unsupported lease request");
+  const std::string name = parts[6];
+  const std::string key = LeaseKey(ns, name);
+  auto it = leases_.find(key);
+  if (it == leases_.end()) {
+    return ReplyJson(
+        req, 404,
+        StatusJson(404, "NotFound", "leases.coordination.k8s.io \"" + name + "\" not found"));
+  }
+  if (method == methods::GET) {
+    if (!it->second.raw.empty()) {
+      http_response r(status_codes::OK);
+      r.set_body(it->second.raw, "application/json");
+      req.reply(r).then([](pplx::task<void> t) {
+        try {
+          t.get();
+        } catch (...) {
+        }
+      });
+      return;
+    }
+    return ReplyJson(req, 200, it->second.obj);
+  }
+  if (method == methods::PUT) {
+    Json obj = Json::parse(body, nullptr, false);
+    if (StrAt(obj, "metadata", "name") != name) {
+      return bad("Lease: metadata.name must match the URL");
+    }
+    if (!it->second.raw.empty())
+      return ReplyJson(req, 409, StatusJson(409, "Conflict", LeaseConflict(name)));
+    const std::string rv = StrAt(obj, "metadata", "resourceVersion");
+    if (!rv.empty() && rv != StrAt(it->second.obj, "metadata", "resourceVersion")) {
+      return ReplyJson(req, 409, StatusJson(409, "Conflict", LeaseConflict(name)));
+    }
+    obj["metadata"]["namespace"] = ns;
+    obj["metadata"]["uid"] = StrAt(it->second.obj, "metadata", "uid");
+    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    it->second.obj = obj;
+    lease_holders_.push_back(StrAt(obj, "spec", "holderIdentity"));
+    return ReplyJson(req, 200, obj);
+  }
+  ReplyJson(req, 405, StatusJson(405, "MethodNotAllowed", "method not allowed"));
+}
+
 void FakeApiServer::Handle(void* request) {
   http_request req = *static_cast<http_request*>(request);
   const std::string path = req.relative_uri().path();
   auto query = web::uri::split_query(req.relative_uri().query());
   std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+  if (parts.size() >= 6 && parts[0] == "apis" && parts[1] == "coordination.k8s.io" &&
+      parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "leases") {
+    return HandleLease(&req, parts);
+  }
   // /api/v1/nodes, /api/v1/pods
   if (req.method() == methods::GET && parts.size() == 3 && parts[0] == "api" &&
       (parts[2] == "nodes" || parts[2] == "pods")) {

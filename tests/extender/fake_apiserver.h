@@ -2,11 +2,13 @@
 // Pod lists with metadata.resourceVersion, chunked watch streams of newline-delimited
 // {"type","object"} events (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR), 410 Gone for compacted
 // resourceVersions, dropped connections, the pods/binding subresource (201, 409 when already
-// bound) and Event creation.
+// bound), Event creation, and coordination.k8s.io/v1 Leases (GET/POST/PUT with optimistic
+// concurrency, plus outages and garbage records for the leader-election tests).
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +49,24 @@ class FakeApiServer {
   int open_watches();
   std::vector<Json> bindings();
   std::vector<Json> events();
+  // --- Leases -----------------------------------------------------------------------------------
+  // GET 404 when absent; POST 201 or 409 AlreadyExists; PUT 404 when absent, 409 Conflict when
+  // metadata.resourceVersion is stale, else 200 with the resourceVersion bumped.
+  Json GetLease(const std::string& ns, const std::string& name);  // null when absent
+  void SetLease(Json lease);  // as if another client wrote it (bumps the resourceVersion)
+  // Serves `body` as-is (HTTP 200) on GET; a PUT against it is a 409 (garbage-record tests).
+  void SetLeaseRaw(const std::string& ns, const std::string& name, const std::string& body);
+  enum class Outage { kNone, kError, kHang };
+  // Lease requests from clients with this bearer token ("" = every client) fail with 503
+  // (kError) or get no answer until the outage ends (kHang).
+  void SetLeaseOutage(Outage mode, const std::string& bearer_token = "");
+  // Runs before each lease request is handled (no lock held): tests change the lease here to
+  // force races. Gets the method ("GET", "POST", "PUT").
+  void SetLeaseHook(std::function<void(const std::string& method)> hook);
+  int lease_requests(const std::string& method);
+  // spec.holderIdentity after every successful lease write, in order.
+  std::vector<std::string> lease_holders();
+
   // Blocks until pred() holds or the timeout passes (pred may call the accessors above).
   bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 10000);
 
@@ -54,6 +74,7 @@ class FakeApiServer {
   struct Watch;
   void Emit(const std::string& kind, const std::string& type, const Json& obj);
   void Handle(void* request);
+  void HandleLease(void* request, const std::vector<std::string>& parts);
 
   std::string url_;
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
@@ -72,6 +93,18 @@ class FakeApiServer {
   std::vector<std::shared_ptr<Watch>> watches_;
   std::map<std::string, int> lists_, watch_count_;
   std::vector<Json> bindings_, events_;
+  struct StoredLease {
+    Json obj;
+    std::string raw;  // when set, served instead of obj
+  };
+  std::map<std::string, StoredLease> leases_;  // ns/name
+  Outage lease_outage_ = Outage::kNone;
+  std::string outage_token_;
+  std::vector<std::shared_ptr<void>> hung_;  // requests left unanswered (kHang)
+  std::function<void(const std::string&)> lease_hook_;
+  std::map<std::string, int> lease_requests_;
+  std::vector<std::string> lease_holders_;
+  void ReleaseHungLocked();
 };
 
 // A Node object as the API server returns it.
