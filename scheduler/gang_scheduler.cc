@@ -60,6 +60,7 @@ absl::Status GangScheduler::Adopt(const GangSpec& gang, Placement placement, Gan
   }
   SummarizePlacement(cluster_, &placement);
   GangRecord rec{gang, std::move(placement), state, now, now + options_.reservation_ttl};
+  if (state == GangState::kReserved) expiry_.push({rec.expires_at, gang.name});
   gangs_.emplace(gang.name, std::move(rec));
   return absl::OkStatus();
 }
@@ -82,11 +83,20 @@ absl::Status GangScheduler::Release(absl::string_view name) {
 }
 
 std::vector<std::string> GangScheduler::ExpireReservations(absl::Time now) {
+  // The heap may hold entries of gangs since committed, released, re-reserved or extended: an
+  // entry counts only if the gang is still reserved with exactly that deadline.
   std::vector<std::string> expired;
-  for (const auto& [name, rec] : gangs_) {
-    if (rec.state == GangState::kReserved && rec.expires_at <= now) expired.push_back(name);
+  while (!expiry_.empty() && expiry_.top().first <= now) {
+    auto [at, name] = expiry_.top();
+    expiry_.pop();
+    auto it = gangs_.find(name);
+    if (it != gangs_.end() && it->second.state == GangState::kReserved &&
+        it->second.expires_at == at) {
+      (void)Release(name);  // now, so a duplicate entry finds nothing
+      expired.push_back(std::move(name));
+    }
   }
-  for (const std::string& n : expired) (void)Release(n);
+  drops_ += expired.size();
   return expired;
 }
 
@@ -127,7 +137,9 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
       (void)Release(name);
       auto p = planner().Plan(spec);
       if (p.ok() && Adopt(spec, *p, GangState::kReserved, now).ok()) {
-        gangs_.find(name)->second.expires_at = std::max(expires, now + options_.reservation_ttl);
+        absl::Time& at = gangs_.find(name)->second.expires_at;
+        at = std::max(expires, now + options_.reservation_ttl);
+        expiry_.push({at, name});
         events.push_back(
             {ReplanEvent::Kind::kReplanned,
              name,
@@ -135,6 +147,7 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
              lost,
              {}});
       } else {
+        ++drops_;
         events.push_back({ReplanEvent::Kind::kDropped,
                           name,
                           p.ok() ? "re-plan failed" : std::string(p.status().message()),

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ class GangScheduler {
   std::vector<std::string> ExpireReservations(absl::Time now);
 
   const GangRecord* Find(absl::string_view gang) const;
+  // Reservations this scheduler released on its own (TTL, failed re-plan), counted: owners of
+  // per-gang state reconcile only when it moved, instead of looking up every gang.
+  uint64_t drops() const { return drops_; }
   const std::map<std::string, GangRecord, std::less<>>& gangs() const { return gangs_; }
 
   // Health changes. Reservations touching newly unhealthy GPUs are re-planned (or dropped);
@@ -94,6 +98,10 @@ class GangScheduler {
   Cluster cluster_;
   SchedulerOptions options_;
   std::map<std::string, GangRecord, std::less<>> gangs_;
+  uint64_t drops_ = 0;
+  // Reservation deadlines, earliest first: expiry costs O(expired), not O(gangs), per sweep.
+  using Deadline = std::pair<absl::Time, std::string>;
+  std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> expiry_;
 };
 
 }  // namespace topogang

@@ -62,6 +62,30 @@ TEST(GangScheduler, ReservationsExpireByInjectedClock) {
   EXPECT_EQ(s.cluster().FreeHealthy(0), 8);
 }
 
+TEST(GangScheduler, ExpiryFollowsTheCurrentDeadlineOnly) {
+  // The deadline index must ignore stale entries: released and re-reserved gangs, and
+  // reservations whose deadline a re-plan extended.
+  GangScheduler s(MakeCluster(1, 1, 2, 4, 8), SchedulerOptions{absl::Seconds(30)});
+  absl::Time t = absl::UnixEpoch();
+  ASSERT_TRUE(s.Reserve(Gang("again", 1, 8), t).ok());
+  ASSERT_TRUE(s.Release("again").ok());
+  ASSERT_TRUE(s.Reserve(Gang("again", 1, 8), t + absl::Seconds(20)).ok());
+  ASSERT_TRUE(s.Reserve(Gang("moved", 1, 8), t).ok());
+  // At t+25 a cordon moves "moved": its deadline becomes t+55.
+  int node = s.Find("moved")->placement.members[0].node;
+  auto events = s.SetNodeCordoned(node, true, t + absl::Seconds(25));
+  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events[0].kind, ReplanEvent::Kind::kReplanned);
+  EXPECT_TRUE(s.ExpireReservations(t + absl::Seconds(30)).empty())
+      << "old deadlines of re-reserved and re-planned gangs do not count";
+  EXPECT_EQ(s.ExpireReservations(t + absl::Seconds(50)), std::vector<std::string>{"again"});
+  EXPECT_TRUE(s.ExpireReservations(t + absl::Seconds(54)).empty());
+  EXPECT_EQ(s.ExpireReservations(t + absl::Seconds(55)), std::vector<std::string>{"moved"});
+  EXPECT_EQ(s.drops(), 2u);
+  EXPECT_TRUE(s.gangs().empty());
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
 TEST(GangScheduler, CordonReplansPendingReservation) {
   GangScheduler s(MakeCluster(1, 1, 2, 4, 8));
   absl::Time t = absl::UnixEpoch();
