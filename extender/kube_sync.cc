@@ -44,8 +44,10 @@ void KubeSync::Start() {
     }
     if (on_ready_) on_ready_();
     std::thread pods([this] { WatchLoop(false); });
+    std::thread rebuilds([this] { RebuildLoop(); });
     WatchLoop(true);
     pods.join();
+    rebuilds.join();
   });
   threads_.emplace_back([this] { EventLoop(); });
 }
@@ -57,6 +59,11 @@ void KubeSync::Stop() {
     stop_ = true;
     cv_.notify_all();
   }
+  {
+    std::lock_guard<std::mutex> lock(apply_mu_);
+    rebuild_stop_ = true;
+  }
+  rebuild_cv_.notify_all();
   client_->Cancel();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
@@ -165,6 +172,31 @@ void KubeSync::RebuildLocked() {
   rebuild_needed_ = false;
 }
 
+void KubeSync::ScheduleRebuildLocked() {
+  absl::Time now = absl::Now();
+  if (!rebuild_needed_) rebuild_first_ = now;
+  rebuild_last_ = now;
+  rebuild_needed_ = true;
+  rebuild_cv_.notify_all();
+}
+
+void KubeSync::RebuildLoop() {
+  std::unique_lock<std::mutex> lock(apply_mu_);
+  while (!rebuild_stop_) {
+    if (!rebuild_needed_) {
+      rebuild_cv_.wait(lock, [this] { return rebuild_stop_ || rebuild_needed_; });
+      continue;
+    }
+    absl::Time due = std::min(rebuild_last_ + options_.rebuild_quiet,
+                              rebuild_first_ + options_.rebuild_max_delay);
+    if (absl::Now() < due) {
+      rebuild_cv_.wait_for(lock, absl::ToChronoNanoseconds(due - absl::Now()));
+      continue;  // re-check: more changes may have moved the deadline, or a relist rebuilt
+    }
+    RebuildLocked();
+  }
+}
+
 void KubeSync::ApplyHealth(const KubeNode& n) {
   if (n.gpus <= 0) return;
   state_.SetNodeHealth(n.name, HealthSource::kKubeCordon, n.unschedulable, "cordoned")
@@ -180,7 +212,11 @@ void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
     if (it != nodes_.end()) {
       bool had_gpus = it->second.gpus > 0;
       nodes_.erase(it);
-      if (had_gpus) RebuildLocked();
+      if (had_gpus) {
+        // Gone now; out of the model at the next rebuild.
+        state_.SetNodeHealth(n.name, HealthSource::kKubeNotReady, true, "deleted").IgnoreError();
+        ScheduleRebuildLocked();
+      }
     }
     return;
   }
@@ -189,11 +225,10 @@ void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
           ? n.gpus > 0
           : (it->second.gpus != n.gpus || it->second.labels != n.labels || it->second.sku != n.sku);
   nodes_[n.name] = n;
-  if (topology_changed) {
-    RebuildLocked();
-  } else {
-    ApplyHealth(n);
-  }
+  // Health applies at once (a node the model does not know yet is skipped; the rebuild applies
+  // it); the new shape of the model waits for the burst to end.
+  ApplyHealth(n);
+  if (topology_changed) ScheduleRebuildLocked();
 }
 
 bool KubeSync::HandleLine(bool nodes, absl::string_view line) {

@@ -1,7 +1,8 @@
 // Keeps the model in step with the API server: lists Nodes and Pods, then watches both (with
 // resourceVersion and bookmarks), relisting on 410 Gone and reconnecting with backoff.
 //  - Node set or node GPU/label changes rebuild the Cluster model (bound pods re-adopted,
-//    pending gang reservations re-planned).
+//    pending gang reservations re-planned), bursts folded into one rebuild; a deleted node is
+//    marked unhealthy at once, so nothing is steered to it meanwhile.
 //  - Cordon (spec.unschedulable), NoSchedule/NoExecute taints and NotReady set the matching
 //    DaemonState health source at once.
 //  - Bound GPU pods in a non-terminal phase hold GPUs; terminal or deleted pods free them.
@@ -34,6 +35,11 @@ struct KubeSyncOptions {
   absl::Duration backoff_max = absl::Seconds(10);
   int watch_timeout_seconds = 300;
   int list_page_size = 500;
+  // Node-set and topology-label changes rebuild the model (O(cluster + pods)). An autoscaler
+  // adding 200 nodes sends 200 events within seconds: they are folded into one rebuild once no
+  // change came for rebuild_quiet, and at most rebuild_max_delay after the first.
+  absl::Duration rebuild_quiet = absl::Milliseconds(250);
+  absl::Duration rebuild_max_delay = absl::Seconds(2);
 };
 
 class KubeSync {
@@ -61,6 +67,8 @@ class KubeSync {
   bool HandleLine(bool nodes, absl::string_view line);
   void ApplyNodeLocked(const KubeNode& n, bool deleted);
   void RebuildLocked();
+  void ScheduleRebuildLocked();
+  void RebuildLoop();
   void ApplyHealth(const KubeNode& n);
   void EventLoop();
   bool SleepFor(absl::Duration d);  // false when stopping
@@ -78,6 +86,9 @@ class KubeSync {
   std::map<std::string, PodInfo> pods_;  // by UID (or ns/name), GPU pods only
   std::string node_rv_, pod_rv_;
   bool rebuild_needed_ = false;
+  absl::Time rebuild_first_, rebuild_last_;  // of the pending changes (when rebuild_needed_)
+  bool rebuild_stop_ = false;
+  std::condition_variable rebuild_cv_;  // with apply_mu_
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -231,6 +231,31 @@ TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
   EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
+TEST(KubeSyncTest, NodeBurstsAreFoldedIntoOneRebuildAndDeletionsActAtOnce) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  api.PutPod(BoundPod("running-0", "gpu-node-000", 8));
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+  const int64_t before = d.sync().rebuilds();
+  // An autoscaler adds 60 nodes in a burst: one model rebuild (or very few), not 60.
+  for (int i = 4; i < 64; ++i) {
+    api.PutNode(MakeNode(absl::StrFormat("gpu-node-%03d", i), 8, Labels(i)));
+  }
+  ASSERT_TRUE(Eventually([&] { return d.Nodes() == 64; }));
+  EXPECT_LE(d.sync().rebuilds() - before, 3) << "each node event rebuilt the model";
+  EXPECT_EQ(d.FreeOn("gpu-node-000"), 0) << "bound pods keep their GPUs across the rebuild";
+  // A deleted node is unhealthy at once (nothing is steered to it), and leaves the model later.
+  api.DeleteNode("gpu-node-010");
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-010") &
+           static_cast<uint8_t>(HealthSource::kKubeNotReady);
+  }));
+  EXPECT_TRUE(Eventually([&] { return d.Nodes() == 63; }));
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
 TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
   FakeApiServer api;
   AddNodes(api, 4);
