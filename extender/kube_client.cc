@@ -3,6 +3,7 @@
 #include <cpprest/http_client.h>
 
 #include <boost/asio/ssl.hpp>
+#include <iostream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -80,7 +81,28 @@ std::string KubeClient::Token() {
     if (t.ok()) token_ = std::string(absl::StripAsciiWhitespace(*t));
     token_read_ = absl::Now();
   }
+  if (config_.exec) {
+    const absl::Time now = absl::Now();
+    const bool expiring = exec_expires_ && now > *exec_expires_ - absl::Seconds(30);
+    if ((exec_stale_ || expiring) && now >= exec_retry_after_) {
+      // Under token_mu_: concurrent requests wait for one plugin run instead of each starting one.
+      auto t = RunExecPlugin(*config_.exec);
+      if (t.ok()) {
+        token_ = t->token;
+        exec_expires_ = t->expires;
+        exec_stale_ = false;
+      } else {
+        std::cerr << "topogangd: " << t.status().message() << std::endl;
+        exec_retry_after_ = now + absl::Seconds(5);
+      }
+    }
+  }
   return token_;
+}
+
+void KubeClient::TokenRejected() {
+  std::lock_guard<std::mutex> lock(token_mu_);
+  exec_stale_ = true;
 }
 
 absl::StatusOr<HttpResult> KubeClient::Send(const char* method, const std::string& path,
@@ -92,6 +114,7 @@ absl::StatusOr<HttpResult> KubeClient::Send(const char* method, const std::strin
   if (body) req.set_body(*body, "application/json");
   try {
     http_response resp = client_->request(req).get();
+    if (resp.status_code() == 401 && config_.exec) TokenRejected();
     return HttpResult{resp.status_code(), resp.extract_utf8string(true).get()};
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat(method, " ", config_.server, path, ": ", e.what()));
@@ -131,6 +154,7 @@ absl::StatusOr<int> KubeClient::Watch(const std::string& path,
   try {
     http_response resp = watch_client_->request(req, token).get();
     if (resp.status_code() != 200) {
+      if (resp.status_code() == 401 && config_.exec) TokenRejected();
       (void)resp.extract_utf8string(true).get();
       return static_cast<int>(resp.status_code());
     }

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -60,6 +61,12 @@ class KubeClient {
   std::mutex token_mu_;
   std::string token_;
   absl::Time token_read_;
+  // Exec plugin token: refreshed before it expires, after a 401, and retried no faster than
+  // every few seconds when the plugin fails.
+  std::optional<absl::Time> exec_expires_;
+  bool exec_stale_ = true;
+  absl::Time exec_retry_after_ = absl::InfinitePast();
+  void TokenRejected();
   struct CancelState;
   std::unique_ptr<CancelState> cancel_;
 };

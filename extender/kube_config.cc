@@ -64,6 +64,55 @@ const YAML::Node FindNamed(const YAML::Node& list, const std::string& name, cons
 
 }  // namespace
 
+namespace {
+
+absl::StatusOr<ExecPlugin> ParseExecPlugin(const YAML::Node& exec, const std::string& where,
+                                           const std::string& base_dir) {
+  if (!exec.IsMap()) return absl::InvalidArgumentError(absl::StrCat(where, ": expected a mapping"));
+  ExecPlugin p;
+  if (!exec["command"] || !exec["command"].IsScalar() ||
+      exec["command"].as<std::string>().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": command is required"));
+  }
+  p.command = exec["command"].as<std::string>();
+  // Like kubectl: a command with a path separator is relative to the kubeconfig's directory.
+  if (p.command.find('/') != std::string::npos && p.command[0] != '/' && !base_dir.empty()) {
+    p.command = base_dir + "/" + p.command;
+  }
+  p.api_version = exec["apiVersion"] ? exec["apiVersion"].as<std::string>() : "";
+  if (p.api_version != "client.authentication.k8s.io/v1" &&
+      p.api_version != "client.authentication.k8s.io/v1beta1") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": apiVersion \"", p.api_version,
+                     "\" (want client.authentication.k8s.io/v1 or v1beta1)"));
+  }
+  if (YAML::Node args = exec["args"]; args && !args.IsNull()) {
+    if (!args.IsSequence()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": args must be a list"));
+    }
+    for (const YAML::Node& a : args) p.args.push_back(a.as<std::string>());
+  }
+  if (YAML::Node env = exec["env"]; env && !env.IsNull()) {
+    if (!env.IsSequence()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": env must be a list"));
+    }
+    for (const YAML::Node& e : env) {
+      if (!e.IsMap() || !e["name"] || e["name"].as<std::string>().empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": env entries need a name"));
+      }
+      p.env.emplace_back(e["name"].as<std::string>(),
+                         e["value"] ? e["value"].as<std::string>() : "");
+    }
+  }
+  if (exec["interactiveMode"] && exec["interactiveMode"].as<std::string>() == "Always") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": interactiveMode Always needs a terminal; topogangd has none"));
+  }
+  return p;
+}
+
+}  // namespace
+
 absl::StatusOr<KubeConfig> ParseKubeconfig(absl::string_view text, absl::string_view source,
                                            const std::string& base_dir) {
   auto root = YamlParse(text, source);
@@ -112,13 +161,17 @@ absl::StatusOr<KubeConfig> ParseKubeconfig(absl::string_view text, absl::string_
       auto key = DataOrFile(user, "client-key", source, base_dir);
       if (!key.ok()) return key.status();
       c.client_key_pem = *key;
-      if (user["exec"] || user["auth-provider"]) {
-        if (c.token.empty() && c.client_cert_pem.empty()) {
-          return absl::UnimplementedError(absl::StrCat(
-              source, ": user '", user_name,
-              "' authenticates with an exec/auth-provider plugin, which topogangd does not run; "
-              "use a token or client certificate"));
-        }
+      if (user["auth-provider"] && c.token.empty() && c.client_cert_pem.empty()) {
+        return absl::UnimplementedError(absl::StrCat(
+            source, ": user '", user_name,
+            "' authenticates with an auth-provider plugin (removed from Kubernetes in 1.26), which "
+            "topogangd does not run; use an exec plugin, a token or a client certificate"));
+      }
+      if (YAML::Node exec = user["exec"]; exec && c.token.empty()) {
+        auto p =
+            ParseExecPlugin(exec, absl::StrCat(source, ": user '", user_name, "' exec"), base_dir);
+        if (!p.ok()) return p.status();
+        c.exec = *std::move(p);
       }
     }
     if (!c.client_cert_pem.empty() != !c.client_key_pem.empty()) {

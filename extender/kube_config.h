@@ -1,13 +1,15 @@
 // Where the API server is and how to authenticate: in-cluster (service-account token and CA,
 // KUBERNETES_SERVICE_HOST/PORT) or a kubeconfig file (current context: server, CA, bearer token
-// or client certificate). TLS is always verified unless the kubeconfig itself says
-// insecure-skip-tls-verify.
+// or client certificate, or an exec credential plugin). TLS is always verified unless the
+// kubeconfig itself says insecure-skip-tls-verify.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "extender/exec_credential.h"
 
 namespace topogang {
 
@@ -19,6 +21,7 @@ struct KubeConfig {
   std::string client_cert_pem;
   std::string client_key_pem;
   bool insecure_skip_verify = false;
+  std::optional<ExecPlugin> exec;  // token from a credential plugin (run when needed)
 };
 
 inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";

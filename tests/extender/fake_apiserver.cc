@@ -385,11 +385,30 @@ void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& p
   ReplyJson(req, 405, StatusJson(405, "MethodNotAllowed", "method not allowed"));
 }
 
+void FakeApiServer::RequireToken(const std::string& token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  required_token_ = token;
+}
+
+std::vector<std::string> FakeApiServer::authorizations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return authorizations_;
+}
+
 void FakeApiServer::Handle(void* request) {
   http_request req = *static_cast<http_request*>(request);
   const std::string path = req.relative_uri().path();
   auto query = web::uri::split_query(req.relative_uri().query());
   std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+  {
+    std::string auth;
+    if (req.headers().has("Authorization")) auth = req.headers()["Authorization"];
+    std::lock_guard<std::mutex> lock(mu_);
+    authorizations_.push_back(auth);
+    if (!required_token_.empty() && auth != "Bearer " + required_token_) {
+      return ReplyJson(req, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
+    }
+  }
   if (parts.size() >= 6 && parts[0] == "apis" && parts[1] == "coordination.k8s.io" &&
       parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "leases") {
     return HandleLease(&req, parts);

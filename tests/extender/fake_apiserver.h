@@ -44,7 +44,11 @@ class FakeApiServer {
   // Cuts every open watch in the middle of an event (a dropped connection).
   void DropWatches();
 
-  int lists(const std::string& kind);  // "nodes" / "pods"
+  // Every request must carry `Authorization: Bearer <token>` or gets the API's 401 Status
+  // ("" = no authentication, the default).
+  void RequireToken(const std::string& token);
+  std::vector<std::string> authorizations();  // Authorization headers seen, in order
+  int lists(const std::string& kind);         // "nodes" / "pods"
   int watches(const std::string& kind);
   int open_watches();
   std::vector<Json> bindings();
@@ -93,6 +97,8 @@ class FakeApiServer {
   std::vector<std::shared_ptr<Watch>> watches_;
   std::map<std::string, int> lists_, watch_count_;
   std::vector<Json> bindings_, events_;
+  std::string required_token_;
+  std::vector<std::string> authorizations_;
   struct StoredLease {
     Json obj;
     std::string raw;  // when set, served instead of obj

@@ -150,6 +150,156 @@ users:
   EXPECT_FALSE(ParseKubeconfig("[", "k", ".").ok());
 }
 
+// A credential plugin as kubectl runs it: a script next to the kubeconfig that counts its runs,
+// checks it got its env and KUBERNETES_EXEC_INFO, and prints an ExecCredential.
+class ExecPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(::testing::TempDir(), "/exec-", getpid(), "-", rand());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // `expiry`: the expirationTimestamp to print ("" = none).
+  void WritePlugin(const std::string& expiry, const std::string& extra = "") {
+    std::ofstream f(dir_ + "/plugin.sh");
+    f << "#!/bin/sh\n"
+      << "n=$(cat \"$0.count\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0.count\"\n"
+      << "[ \"$REGION\" = \"eu-west-1\" ] || { echo 'REGION not set' >&2; exit 3; }\n"
+      << "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 4;; esac\n"
+      << extra
+      << "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+      << "\"status\":{\"token\":\"tok-%s-%s\""
+      << (expiry.empty() ? "" : ",\"expirationTimestamp\":\"" + expiry + "\"")
+      << "}}' \"$1\" \"$n\"\n";
+    f.close();
+    std::filesystem::permissions(dir_ + "/plugin.sh", std::filesystem::perms::owner_all);
+  }
+  int Runs() {
+    std::ifstream f(dir_ + "/plugin.sh.count");
+    int n = 0;
+    f >> n;
+    return n;
+  }
+  std::string Kubeconfig(const std::string& server) {
+    return absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: c\n",
+                        "contexts: [{name: c, context: {cluster: k, user: u}}]\n",
+                        "clusters: [{name: k, cluster: {server: '", server, "'}}]\n",
+                        "users:\n- name: u\n  user:\n    exec:\n",
+                        "      apiVersion: client.authentication.k8s.io/v1\n",
+                        "      command: ./plugin.sh\n      args: [abc]\n",
+                        "      env: [{name: REGION, value: eu-west-1}]\n");
+  }
+  std::string dir_;
+};
+
+TEST_F(ExecPluginTest, TokenFromThePluginCachedUntilExpiryOrRefusal) {
+  testing::FakeApiServer api;
+  WritePlugin("2099-01-01T00:00:00Z");
+  auto c = ParseKubeconfig(Kubeconfig(api.url()), "kubeconfig", dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->exec.has_value());
+  EXPECT_EQ(c->exec->command, dir_ + "/./plugin.sh") << "relative to the kubeconfig";
+  EXPECT_EQ(c->exec->args, std::vector<std::string>{"abc"});
+  api.RequireToken("tok-abc-1");
+  KubeClient client(*c);
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.Get("/api/v1/nodes");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  EXPECT_EQ(Runs(), 1) << "a valid token is reused";
+  // The server stops accepting it (rotated): one 401, then the plugin runs again.
+  api.RequireToken("tok-abc-2");
+  EXPECT_EQ(client.Get("/api/v1/nodes")->status, 401);
+  EXPECT_EQ(client.Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(Runs(), 2);
+  EXPECT_EQ(api.authorizations().back(), "Bearer tok-abc-2");
+}
+
+TEST_F(ExecPluginTest, ExpiringTokensAreRefreshed) {
+  testing::FakeApiServer api;
+  WritePlugin(
+      absl::FormatTime(absl::RFC3339_sec, absl::Now() + absl::Seconds(10), absl::UTCTimeZone()));
+  auto c = ParseKubeconfig(Kubeconfig(api.url()), "kubeconfig", dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  KubeClient client(*c);
+  ASSERT_TRUE(client.Get("/api/v1/nodes").ok());
+  ASSERT_TRUE(client.Get("/api/v1/nodes").ok());
+  // 10 s left is inside the 30 s refresh margin: every request asks the plugin again.
+  EXPECT_EQ(Runs(), 2);
+  auto auths = api.authorizations();
+  ASSERT_EQ(auths.size(), 2u);
+  EXPECT_EQ(auths[0], "Bearer tok-abc-1");
+  EXPECT_EQ(auths[1], "Bearer tok-abc-2");
+}
+
+TEST_F(ExecPluginTest, PluginFailuresAreClearErrors) {
+  ExecPlugin p;
+  p.api_version = "client.authentication.k8s.io/v1";
+  p.env = {{"REGION", "eu-west-1"}};
+  p.command = dir_ + "/plugin.sh";
+  WritePlugin("", "echo 'token expired, run aws sso login' >&2; exit 1\n");
+  auto r = RunExecPlugin(p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exit status 1"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("aws sso login"), std::string::npos) << r.status();
+  WritePlugin("", "exec sleep 5\n");
+  r = RunExecPlugin(p, absl::Milliseconds(200));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  p.env.clear();
+  WritePlugin("");
+  EXPECT_NE(RunExecPlugin(p).status().message().find("REGION not set"), std::string::npos);
+  p.command = dir_ + "/missing";
+  EXPECT_FALSE(RunExecPlugin(p).ok());
+  // What a plugin prints must be an ExecCredential with a token.
+  const std::string v1 = "client.authentication.k8s.io/v1";
+  EXPECT_FALSE(ParseExecCredential("not json", v1).ok());
+  EXPECT_FALSE(ParseExecCredential(R"({"kind":"Pod","apiVersion":"v1"})", v1).ok());
+  EXPECT_FALSE(
+      ParseExecCredential(
+          R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"t"}})",
+          v1)
+          .ok());
+  EXPECT_EQ(
+      ParseExecCredential(
+          R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"clientCertificateData":"x"}})",
+          v1)
+          .status()
+          .code(),
+      absl::StatusCode::kUnimplemented);
+  EXPECT_FALSE(
+      ParseExecCredential(
+          R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t","expirationTimestamp":"soon"}})",
+          v1)
+          .ok());
+  auto ok = ParseExecCredential(
+      R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t","expirationTimestamp":"2030-01-02T03:04:05Z"}})",
+      v1);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->token, "t");
+  EXPECT_EQ(*ok->expires,
+            absl::FromCivil(absl::CivilSecond(2030, 1, 2, 3, 4, 5), absl::UTCTimeZone()));
+  // Kubeconfig mistakes.
+  for (const char* exec : {"      command: ''\n      apiVersion: client.authentication.k8s.io/v1\n",
+                           "      command: x\n      apiVersion: v1\n",
+                           "      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+                           "      args: {a: b}\n",
+                           "      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+                           "      interactiveMode: Always\n"}) {
+    std::string yaml = absl::StrCat(
+        "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n",
+        "clusters: [{name: k, cluster: {server: 'https://x'}}]\nusers:\n- name: u\n  user:\n",
+        "    exec:\n", exec);
+    EXPECT_FALSE(ParseKubeconfig(yaml, "k", dir_).ok()) << exec;
+  }
+  std::string ap =
+      "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+      "clusters: [{name: k, cluster: {server: 'https://x'}}]\n"
+      "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n";
+  EXPECT_EQ(ParseKubeconfig(ap, "k", dir_).status().code(), absl::StatusCode::kUnimplemented);
+}
+
 TEST(KubeConfigTest, InClusterReadsTokenCaAndServiceEnv) {
   std::string dir = absl::StrCat(::testing::TempDir(), "/sa-", getpid());
   std::filesystem::create_directories(dir);
