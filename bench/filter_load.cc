@@ -144,12 +144,18 @@ int Main(int argc, char** argv) {
   }
   if (args->Has("dump-body")) {
     // A body for external load generators (bench/wrk/filter.lua): pod name and UID are the
-    // placeholder WRKPOD, which the script makes unique per request.
+    // placeholder WRKPOD, which the script makes unique per request; in gang mode the gang
+    // name is WRKGANG and the script starts a new 16-member gang every 16 requests.
     ExtenderArgs a = base;
     a.pod["metadata"]["name"] = "WRKPOD";
     a.pod["metadata"]["uid"] = "WRKPOD";
     auto& res = a.pod["spec"]["containers"][0]["resources"];
-    if (mode != "cpu") {
+    if (mode == "gang") {
+      a.pod["metadata"]["labels"]["topogang.io/gang"] = "WRKGANG";
+      a.pod["metadata"]["annotations"]["topogang.io/gang-size"] = "16";
+      res["limits"]["nvidia.com/gpu"] = "8";
+      res["requests"]["nvidia.com/gpu"] = "8";
+    } else if (mode != "cpu") {
       res["limits"]["nvidia.com/gpu"] = "1";
       res["requests"]["nvidia.com/gpu"] = "1";
     }
