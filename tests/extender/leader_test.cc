@@ -178,15 +178,42 @@ TEST(SteadyClockTest, TracksWallTimeAndNeverGoesBack) {
   }
 }
 
+// Candidates "a" and "b" on one fake API server and one FakeClock (lease 15 s, renew 10 s,
+// retry 2 s), driven one attempt at a time: no threads, no waiting.
+struct TwoCandidates {
+  TwoCandidates()
+      : clock(absl::FromUnixSeconds(1800000000)),
+        a(std::make_shared<KubeClient>(Config(api, "a")), Opts("a"), {}, clock),
+        b(std::make_shared<KubeClient>(Config(api, "b")), Opts("b"), {}, clock) {}
+  static LeaderElectorOptions Opts(const std::string& id) {
+    return Options(id, absl::Seconds(15), absl::Seconds(10), absl::Seconds(2));
+  }
+  FakeApiServer api;
+  FakeClock clock;
+  LeaderElector a, b;
+};
+
+// `first` attempts; while its `method` request waits at the server, `second` attempts (a real
+// interleaving). Returns whether each won.
+std::pair<bool, bool> Race(FakeApiServer& api, const std::string& method, LeaderElector& first,
+                           LeaderElector& second) {
+  std::atomic<bool> raced{false}, second_won{false};
+  api.SetLeaseHook([&](const std::string& m) {
+    if (m == method && !raced.exchange(true)) second_won = second.TryAcquireOrRenew();
+  });
+  const bool first_won = first.TryAcquireOrRenew();
+  api.SetLeaseHook(nullptr);
+  EXPECT_TRUE(raced) << method;
+  return {first_won, second_won.load()};
+}
+
 // The decisions, one attempt at a time, with a FakeClock: no threads, no waiting.
 TEST(LeaderElectorTest, AcquireRenewExpireAndTransitionsWithFakeClock) {
-  FakeApiServer api;
-  FakeClock clock(absl::FromUnixSeconds(1800000000));
-  auto opts = [](const std::string& id) {
-    return Options(id, absl::Seconds(15), absl::Seconds(10), absl::Seconds(2));
-  };
-  LeaderElector a(std::make_shared<KubeClient>(Config(api, "a")), opts("a"), {}, clock);
-  LeaderElector b(std::make_shared<KubeClient>(Config(api, "b")), opts("b"), {}, clock);
+  TwoCandidates t;
+  FakeApiServer& api = t.api;
+  FakeClock& clock = t.clock;
+  LeaderElector& a = t.a;
+  LeaderElector& b = t.b;
 
   // Absent: created with POST.
   EXPECT_EQ(api.GetLease(kNs, kName), Json());
@@ -234,13 +261,11 @@ TEST(LeaderElectorTest, AcquireRenewExpireAndTransitionsWithFakeClock) {
 
 // A 409 on the PUT (another replica wrote first) is not leadership, for either side.
 TEST(LeaderElectorTest, ConflictingUpdatesNeverGiveTwoLeaders) {
-  FakeApiServer api;
-  FakeClock clock(absl::FromUnixSeconds(1800000000));
-  auto opts = [](const std::string& id) {
-    return Options(id, absl::Seconds(15), absl::Seconds(10), absl::Seconds(2));
-  };
-  LeaderElector a(std::make_shared<KubeClient>(Config(api, "a")), opts("a"), {}, clock);
-  LeaderElector b(std::make_shared<KubeClient>(Config(api, "b")), opts("b"), {}, clock);
+  TwoCandidates t;
+  FakeApiServer& api = t.api;
+  FakeClock& clock = t.clock;
+  LeaderElector& a = t.a;
+  LeaderElector& b = t.b;
   // An expired lease of a dead replica, both candidates have observed it long enough.
   api.SetLease(
       Json{{"metadata", {{"name", kName}, {"namespace", kNs}}},
@@ -252,14 +277,7 @@ TEST(LeaderElectorTest, ConflictingUpdatesNeverGiveTwoLeaders) {
 
   // While a's PUT is in flight, b reads and writes the lease (a real interleaving: b's
   // requests are served while a's request waits in the hook).
-  std::atomic<bool> raced{false};
-  std::atomic<bool> b_won{false};
-  api.SetLeaseHook([&](const std::string& method) {
-    if (method == "PUT" && !raced.exchange(true)) b_won = b.TryAcquireOrRenew();
-  });
-  const bool a_won = a.TryAcquireOrRenew();
-  api.SetLeaseHook(nullptr);
-  ASSERT_TRUE(raced);
+  auto [a_won, b_won] = Race(api, "PUT", a, b);
   EXPECT_TRUE(b_won);
   EXPECT_FALSE(a_won);  // 409 Conflict: stale resourceVersion
   EXPECT_EQ(Spec(api)["holderIdentity"], "b");
@@ -270,19 +288,12 @@ TEST(LeaderElectorTest, ConflictingUpdatesNeverGiveTwoLeaders) {
   EXPECT_TRUE(b.TryAcquireOrRenew());
 
   // Create race: both see 404; the second POST is 409 AlreadyExists.
-  FakeApiServer api2;
-  LeaderElector c(std::make_shared<KubeClient>(Config(api2, "c")), opts("c"), {}, clock);
-  LeaderElector d(std::make_shared<KubeClient>(Config(api2, "d")), opts("d"), {}, clock);
-  std::atomic<bool> raced2{false}, d_won{false};
-  api2.SetLeaseHook([&](const std::string& method) {
-    if (method == "POST" && !raced2.exchange(true)) d_won = d.TryAcquireOrRenew();
-  });
-  const bool c_won = c.TryAcquireOrRenew();
-  api2.SetLeaseHook(nullptr);
-  EXPECT_TRUE(d_won);
-  EXPECT_FALSE(c_won);
-  EXPECT_EQ(api2.lease_requests("POST"), 2);
-  EXPECT_EQ(Spec(api2)["holderIdentity"], "d");
+  TwoCandidates fresh;
+  auto [first_won, second_won] = Race(fresh.api, "POST", fresh.a, fresh.b);
+  EXPECT_TRUE(second_won);
+  EXPECT_FALSE(first_won);
+  EXPECT_EQ(fresh.api.lease_requests("POST"), 2);
+  EXPECT_EQ(Spec(fresh.api)["holderIdentity"], "b");
 }
 
 TEST(LeaderElectorTest, GarbageLeaseNeverLeadsAndNeverCrashes) {
