@@ -193,8 +193,7 @@ TEST(GangScheduler, AdoptMemberGrowsAndReleaseMemberShrinksARunningGang) {
             absl::StatusCode::kAlreadyExists);
   EXPECT_FALSE(s.AdoptMember("ns/g", 2, MemberPlacement{1, {11, 12}}).ok());
   EXPECT_TRUE(s.cluster().IsFree(12)) << "failed AdoptMember must not leak GPU 12";
-  EXPECT_EQ(s.AdoptMember("nope", 0, MemberPlacement{2, {16}}).code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.AdoptMember("nope", 0, MemberPlacement{2, {16}}).code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(s.AdoptMember("ns/g", 2, MemberPlacement{5, {40, 41, 42, 43}}).ok());
   const GangRecord* rec = s.Find("ns/g");
   ASSERT_EQ(rec->placement.members.size(), 3u);
