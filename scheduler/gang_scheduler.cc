@@ -72,8 +72,8 @@ absl::Status GangScheduler::AdoptMember(absl::string_view name, int member,
   Placement& p = it->second.placement;
   const int size = static_cast<int>(p.members.size());
   if (member < 0 || member > size) {
-    return absl::InvalidArgumentError(absl::StrCat("gang '", name, "': member ", member,
-                                                   " out of range (", size, " members)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gang '", name, "': member ", member, " out of range (", size, " members)"));
   }
   if (member < size && (p.members[member].node >= 0 || !p.members[member].gpus.empty())) {
     return absl::AlreadyExistsError(
