@@ -698,40 +698,68 @@ absl::StatusOr<MemberPlacement> ExtenderService::TakeBoundGpusLocked(const PodIn
   // Take free GPUs on its node; if reservations hold them, those reservations yield (the API
   // server is the truth: the pod runs there) and are re-planned on their next filter.
   std::vector<std::string> displaced;
-  auto placed = state_.With([&](GangScheduler& s) -> absl::StatusOr<MemberPlacement> {
-    const Cluster& c = s.cluster();
-    int n = c.FindNode(pod.node_name);
-    if (n < 0) return absl::NotFoundError("node not in the GPU model");
-    auto pick = [&]() {
-      std::vector<int> g;
-      const NodeInfo& ni = c.node(n);
-      for (int i = ni.gpu_begin;
-           i < ni.gpu_begin + ni.gpus && static_cast<int>(g.size()) < pod.gpus; ++i) {
-        if (c.IsFree(i)) g.push_back(i);
+  auto attempt = [&] {
+    return state_.With([&](GangScheduler& s) -> absl::StatusOr<MemberPlacement> {
+      const Cluster& c = s.cluster();
+      int n = c.FindNode(pod.node_name);
+      if (n < 0) return absl::NotFoundError("node not in the GPU model");
+      auto pick = [&]() {
+        std::vector<int> g;
+        const NodeInfo& ni = c.node(n);
+        for (int i = ni.gpu_begin;
+             i < ni.gpu_begin + ni.gpus && static_cast<int>(g.size()) < pod.gpus; ++i) {
+          if (c.IsFree(i)) g.push_back(i);
+        }
+        return g;
+      };
+      std::vector<int> gpus = pick();
+      if (static_cast<int>(gpus.size()) < pod.gpus) {
+        for (const auto& [gid, rec] : s.gangs()) {
+          if (rec.state != GangState::kReserved) continue;
+          for (const MemberPlacement& mp : rec.placement.members) {
+            if (mp.node == n) {
+              displaced.push_back(gid);
+              break;
+            }
+          }
+        }
+        for (const std::string& gid : displaced) s.Release(gid).IgnoreError();
+        gpus = pick();
       }
-      return g;
-    };
-    std::vector<int> gpus = pick();
-    if (static_cast<int>(gpus.size()) < pod.gpus) {
-      for (const auto& [gid, rec] : s.gangs()) {
-        if (rec.state != GangState::kReserved) continue;
-        for (const MemberPlacement& mp : rec.placement.members) {
-          if (mp.node == n) {
-            displaced.push_back(gid);
+      if (static_cast<int>(gpus.size()) < pod.gpus) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("node ", pod.node_name, " has only ", gpus.size(), " free GPUs"));
+      }
+      return MemberPlacement{n, std::move(gpus)};
+    });
+  };
+  auto placed = attempt();
+  FailList ignored;
+  if (!placed.ok() && placed.status().code() == absl::StatusCode::kResourceExhausted) {
+    // Regrouped gangs' reservations for missing members yield too (their bound members stay).
+    std::vector<std::string> yield;
+    state_.With([&](GangScheduler& s) {
+      int n = s.cluster().FindNode(pod.node_name);
+      for (const std::string& id : fills_) {
+        auto it = gangs_.find(id);
+        const GangRecord* rec = s.Find(id);
+        if (it == gangs_.end() || it->second.binding || rec == nullptr) continue;
+        const auto& members = rec->placement.members;
+        for (size_t i = 0; i < members.size() && i < it->second.slots.size(); ++i) {
+          if (members[i].node == n && !it->second.slots[i].bound) {
+            yield.push_back(id);
             break;
           }
         }
       }
-      for (const std::string& gid : displaced) s.Release(gid).IgnoreError();
-      gpus = pick();
+      return 0;
+    });
+    for (const std::string& id : yield) {
+      ShrinkToBoundLocked(id, "topogang: reservation displaced by a pod bound outside topogang",
+                          &ignored);
     }
-    if (static_cast<int>(gpus.size()) < pod.gpus) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("node ", pod.node_name, " has only ", gpus.size(), " free GPUs"));
-    }
-    return MemberPlacement{n, std::move(gpus)};
-  });
-  FailList ignored;
+    if (!yield.empty()) placed = attempt();
+  }
   for (const std::string& gid : displaced) {
     DropEntryLocked(gid, "topogang: reservation displaced by a pod bound outside topogang", false,
                     &ignored);

@@ -303,5 +303,34 @@ TEST(RegroupTest, MemberBoundElsewhereWhileReservedJoinsTheGang) {
   EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
 }
 
+TEST(RegroupTest, PodBoundOutsideOntoAMissingMembersReservationIsAdopted) {
+  Fixture f;
+  f.service.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.service.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
+  Json p2 = MakePod(GangPod("train", 4, 2, 8));
+  ASSERT_EQ(f.Filter(p2).node_names.size(), 1u);
+  EXPECT_EQ(f.UsedGpus(), 32);
+  // Another scheduler put a pod on gpu-node-002, reserved for a missing member: the pod wins.
+  PodInfo other;
+  other.name = "other";
+  other.namespace_ = "default";
+  other.uid = "uid-other";
+  other.node_name = "gpu-node-002";
+  other.phase = "Running";
+  other.gpus = 8;
+  f.service.ObservePod(other);
+  EXPECT_EQ(f.CoreGangs(),
+            (std::set<std::string>{"default/train", SingletonGangId("default", "other")}));
+  EXPECT_EQ(f.Members("default/train"), 2) << "bound members stay, the reservations yield";
+  EXPECT_EQ(f.UsedGpus(), 24);
+  EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
+  // The missing members filter again and are placed around the newcomer.
+  ExtenderFilterResult r = f.Filter(p2);
+  ASSERT_EQ(r.node_names.size(), 1u);
+  EXPECT_NE(r.node_names[0], "gpu-node-002");
+  EXPECT_EQ(f.UsedGpus(), 40);
+  EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
+}
+
 }  // namespace
 }  // namespace topogang
