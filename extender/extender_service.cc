@@ -649,8 +649,8 @@ void ExtenderService::WorkerLoop() {
         int held = 0;
         std::vector<ExtenderBindingArgs> pods;
         for (const Member& m : e.slots) {
-          if (m.held) ++held;
-          if (m.assigned) pods.push_back(m.pod);
+          if (m.held || m.bound) ++held;                      // a regrouped gang's bound members
+          if (m.assigned && !m.bound) pods.push_back(m.pod);  // are not the ones waiting
         }
         std::string why =
             absl::StrCat("topogang: only ", held, " of ", e.spec.members, " pods of gang ", id,

@@ -332,5 +332,37 @@ TEST(RegroupTest, PodBoundOutsideOntoAMissingMembersReservationIsAdopted) {
   EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
 }
 
+TEST(RegroupTest, RebuildWhileMissingMembersWaitRegroupsAndStartsThemOver) {
+  Fixture f;
+  std::vector<PodInfo> pods = {Member("train", 4, 0, 8, "gpu-node-000"),
+                               Member("train", 4, 1, 8, "gpu-node-001"),
+                               Member("train", 4, 2, 8, ""), Member("train", 4, 3, 8, "")};
+  ASSERT_TRUE(f.service.Rebuild(TestCluster(32), pods).ok());
+  Json p2 = MakePod(GangPod("train", 4, 2, 8)), p3 = MakePod(GangPod("train", 4, 3, 8));
+  ExtenderFilterResult r2 = f.Filter(p2);
+  ASSERT_EQ(r2.node_names.size(), 1u);
+  auto held = f.Bind(p2, r2.node_names[0]);
+  // The node set changes (here: the same nodes again) while member 2 waits at the barrier.
+  ASSERT_TRUE(f.service.Rebuild(TestCluster(32), pods).ok());
+  ASSERT_EQ(held.wait_for(kWait), std::future_status::ready);
+  EXPECT_NE(held.get(), "") << "the held bind fails and kube-scheduler retries it";
+  EXPECT_EQ(f.CoreGangs(), std::set<std::string>{"default/train"});
+  EXPECT_EQ(f.Members("default/train"), 2);
+  EXPECT_EQ(f.UsedGpus(), 16);
+  EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
+  r2 = f.Filter(p2);
+  ExtenderFilterResult r3 = f.Filter(p3);
+  ASSERT_EQ(r2.node_names.size(), 1u);
+  ASSERT_EQ(r3.node_names.size(), 1u);
+  auto b2 = f.Bind(p2, r2.node_names[0]), b3 = f.Bind(p3, r3.node_names[0]);
+  ASSERT_EQ(b2.wait_for(kWait), std::future_status::ready);
+  ASSERT_EQ(b3.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(b2.get(), "");
+  EXPECT_EQ(b3.get(), "");
+  EXPECT_EQ(f.Members("default/train"), 4);
+  EXPECT_EQ(f.UsedGpus(), 32);
+  EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
+}
+
 }  // namespace
 }  // namespace topogang
