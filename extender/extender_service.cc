@@ -201,6 +201,7 @@ FilterVerdicts ExtenderService::FilterNodes(const ExtenderArgs& args) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     SyncOneLocked(id, &fails);
+    if (fills_.contains(id)) ExpireFillsLocked(&fails);
     auto it = gangs_.find(id);
     if (it != gangs_.end()) {
       const GangSpec& have = it->second.spec;
@@ -265,6 +266,26 @@ FilterVerdicts ExtenderService::FilterNodes(const ExtenderArgs& args) {
                               absl::StrCat("topogang reserved ", spec.total_gpus(), " GPUs on ",
                                            distinct.size(), " nodes for ", GangLabel(spec, multi)),
                               {ExtenderBindingArgs{pod->name, pod->namespace_, pod->uid, ""}}};
+        }
+      }
+    }
+    if (!decided && it != gangs_.end() && it->second.adopted && !it->second.binding) {
+      // A gang found partly bound (restart mid-bind): its missing members get GPUs next to the
+      // bound ones, all of them or none.
+      auto p = by_pod_.find(key);
+      if (p == by_pod_.end() || p->second.first != id) {
+        if (absl::Status st = ReserveMissingLocked(id, it->second); !st.ok()) {
+          int bound = 0;
+          for (const Member& m : it->second.slots) bound += m.bound && !m.gone ? 1 : 0;
+          result =
+              FailAll(args,
+                      absl::StrCat("topogang: ", GangLabel(it->second.spec, true), " has ", bound,
+                                   " members running; its missing members cannot be "
+                                   "placed next to them now: ",
+                                   st.message()),
+                      /*unresolvable=*/true);
+          decided = true;
+          state_.Publish({0, {}, "unschedulable", id, "", std::string(st.message())});
         }
       }
     }
@@ -408,8 +429,9 @@ void ExtenderService::Bind(const ExtenderBindingArgs& args, BindCallback done) {
           e.barrier_deadline = absl::Now() + options_.bind_window;
           barriers_.insert(id);
         }
+        // A regrouped gang's bound members are already there: wait only for the missing ones.
         bool all = std::all_of(e.slots.begin(), e.slots.end(),
-                               [](const Member& x) { return x.held != nullptr; });
+                               [](const Member& x) { return x.held != nullptr || x.bound; });
         if (all) {
           e.binding = true;
           open_barrier = true;
@@ -435,11 +457,17 @@ void ExtenderService::Bind(const ExtenderBindingArgs& args, BindCallback done) {
 
 void ExtenderService::CompleteBarrier(const std::string& id) {
   std::vector<ExtenderBindingArgs> pods;
+  std::vector<size_t> slots;  // the members at the barrier (a regrouped gang's are not all)
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = gangs_.find(id);
     if (it == gangs_.end()) return;
-    for (const Member& m : it->second.slots) pods.push_back(m.pod);
+    for (size_t i = 0; i < it->second.slots.size(); ++i) {
+      const Member& m = it->second.slots[i];
+      if (m.held == nullptr) continue;
+      pods.push_back(m.pod);
+      slots.push_back(i);
+    }
   }
   // Bind outside the lock: this is API server I/O.
   std::vector<absl::Status> results;
@@ -454,8 +482,8 @@ void ExtenderService::CompleteBarrier(const std::string& id) {
     auto it = gangs_.find(id);
     if (it == gangs_.end()) return;
     Entry& e = it->second;
-    for (size_t i = 0; i < e.slots.size(); ++i) {
-      Member& m = e.slots[i];
+    for (size_t i = 0; i < slots.size() && slots[i] < e.slots.size(); ++i) {
+      Member& m = e.slots[slots[i]];
       if (results[i].ok()) {
         m.bound = true;
       } else {
@@ -472,7 +500,9 @@ void ExtenderService::CompleteBarrier(const std::string& id) {
     e.running = true;
     e.binding = false;
     e.barrier_deadline.reset();
+    e.fill_deadline.reset();
     pending_.erase(id);
+    fills_.erase(id);
     state_.With([&](GangScheduler& s) { return s.Commit(id); }).IgnoreError();
   }
   state_.Publish({0,
@@ -535,6 +565,7 @@ void ExtenderService::DropEntryLocked(const std::string& id, const std::string& 
   }
   gangs_.erase(it);
   pending_.erase(id);
+  fills_.erase(id);
   if (release_core) {
     state_.With([&](GangScheduler& s) { return s.Release(id); }).IgnoreError();
   }
@@ -618,15 +649,19 @@ void ExtenderService::WorkerLoop() {
         int held = 0;
         std::vector<ExtenderBindingArgs> pods;
         for (const Member& m : e.slots) {
-          if (m.held) ++held;
-          if (m.assigned) pods.push_back(m.pod);
+          if (m.held || m.bound) ++held;                      // a regrouped gang's bound members
+          if (m.assigned && !m.bound) pods.push_back(m.pod);  // are not the ones waiting
         }
         std::string why =
             absl::StrCat("topogang: only ", held, " of ", e.spec.members, " pods of gang ", id,
                          " reached bind within ", absl::FormatDuration(options_.bind_window),
                          "; its reservation was released and the gang will be scheduled again");
         notices.push_back({"Warning", "GangExpired", id, why, pods});
-        DropEntryLocked(id, why, /*release_core=*/true, &fails);
+        if (e.adopted) {
+          ShrinkToBoundLocked(id, why, &fails);  // its bound members keep running
+        } else {
+          DropEntryLocked(id, why, /*release_core=*/true, &fails);
+        }
         state_.Publish({0, {}, "expire", id, "", why});
       }
       // TTLs (30 s by default) and reservations the core dropped (health re-plans) are swept
@@ -642,6 +677,7 @@ void ExtenderService::WorkerLoop() {
         for (const std::string& id : ttl) {
           state_.Publish({0, {}, "expire", id, "", "reservation TTL passed"});
         }
+        ExpireFillsLocked(&fails);
         // Looking up every pending gang in the core costs ~0.2 us each under the ledger lock;
         // do it only when the core dropped something since the last sweep.
         if (drops != synced_drops) {
@@ -658,53 +694,72 @@ void ExtenderService::WorkerLoop() {
 
 // --- cluster sync --------------------------------------------------------------------------------
 
-std::optional<std::string> ExtenderService::AdoptBoundLocked(const PodInfo& pod) {
-  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
-  const std::string id = SingletonGangId(pod.namespace_, pod.name);
-  auto m = ParseGangMembership(pod.namespace_, pod.labels, pod.annotations);
+absl::StatusOr<MemberPlacement> ExtenderService::TakeBoundGpusLocked(const PodInfo& pod) {
   // Take free GPUs on its node; if reservations hold them, those reservations yield (the API
   // server is the truth: the pod runs there) and are re-planned on their next filter.
   std::vector<std::string> displaced;
-  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
-    const Cluster& c = s.cluster();
-    int n = c.FindNode(pod.node_name);
-    if (n < 0) return absl::NotFoundError("node not in the GPU model");
-    auto pick = [&]() {
-      std::vector<int> g;
-      const NodeInfo& ni = c.node(n);
-      for (int i = ni.gpu_begin;
-           i < ni.gpu_begin + ni.gpus && static_cast<int>(g.size()) < pod.gpus; ++i) {
-        if (c.IsFree(i)) g.push_back(i);
+  auto attempt = [&] {
+    return state_.With([&](GangScheduler& s) -> absl::StatusOr<MemberPlacement> {
+      const Cluster& c = s.cluster();
+      int n = c.FindNode(pod.node_name);
+      if (n < 0) return absl::NotFoundError("node not in the GPU model");
+      auto pick = [&]() {
+        std::vector<int> g;
+        const NodeInfo& ni = c.node(n);
+        for (int i = ni.gpu_begin;
+             i < ni.gpu_begin + ni.gpus && static_cast<int>(g.size()) < pod.gpus; ++i) {
+          if (c.IsFree(i)) g.push_back(i);
+        }
+        return g;
+      };
+      std::vector<int> gpus = pick();
+      if (static_cast<int>(gpus.size()) < pod.gpus) {
+        for (const auto& [gid, rec] : s.gangs()) {
+          if (rec.state != GangState::kReserved) continue;
+          for (const MemberPlacement& mp : rec.placement.members) {
+            if (mp.node == n) {
+              displaced.push_back(gid);
+              break;
+            }
+          }
+        }
+        for (const std::string& gid : displaced) s.Release(gid).IgnoreError();
+        gpus = pick();
       }
-      return g;
-    };
-    std::vector<int> gpus = pick();
-    if (static_cast<int>(gpus.size()) < pod.gpus) {
-      for (const auto& [gid, rec] : s.gangs()) {
-        if (rec.state != GangState::kReserved) continue;
-        for (const MemberPlacement& mp : rec.placement.members) {
-          if (mp.node == n) {
-            displaced.push_back(gid);
+      if (static_cast<int>(gpus.size()) < pod.gpus) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("node ", pod.node_name, " has only ", gpus.size(), " free GPUs"));
+      }
+      return MemberPlacement{n, std::move(gpus)};
+    });
+  };
+  auto placed = attempt();
+  FailList ignored;
+  if (!placed.ok() && placed.status().code() == absl::StatusCode::kResourceExhausted) {
+    // Regrouped gangs' reservations for missing members yield too (their bound members stay).
+    std::vector<std::string> yield;
+    state_.With([&](GangScheduler& s) {
+      int n = s.cluster().FindNode(pod.node_name);
+      for (const std::string& id : fills_) {
+        auto it = gangs_.find(id);
+        const GangRecord* rec = s.Find(id);
+        if (it == gangs_.end() || it->second.binding || rec == nullptr) continue;
+        const auto& members = rec->placement.members;
+        for (size_t i = 0; i < members.size() && i < it->second.slots.size(); ++i) {
+          if (members[i].node == n && !it->second.slots[i].bound) {
+            yield.push_back(id);
             break;
           }
         }
       }
-      for (const std::string& gid : displaced) s.Release(gid).IgnoreError();
-      gpus = pick();
+      return 0;
+    });
+    for (const std::string& id : yield) {
+      ShrinkToBoundLocked(id, "topogang: reservation displaced by a pod bound outside topogang",
+                          &ignored);
     }
-    if (static_cast<int>(gpus.size()) < pod.gpus) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("node ", pod.node_name, " has only ", gpus.size(), " free GPUs"));
-    }
-    GangSpec spec;
-    spec.name = id;
-    spec.gpus_per_member = static_cast<int>(pod.gpus);
-    Placement p;
-    p.members.push_back({n, gpus});
-    return s.Adopt(spec, std::move(p), GangState::kRunning, state_.clock().Now(),
-                   /*require_healthy=*/false);
-  });
-  FailList ignored;
+    if (!yield.empty()) placed = attempt();
+  }
   for (const std::string& gid : displaced) {
     DropEntryLocked(gid, "topogang: reservation displaced by a pod bound outside topogang", false,
                     &ignored);
@@ -714,11 +769,123 @@ std::optional<std::string> ExtenderService::AdoptBoundLocked(const PodInfo& pod)
     auto shared = std::make_shared<FailList>(std::move(ignored));
     Enqueue([shared] { RunFails(*shared); });
   }
+  return placed;
+}
+
+std::optional<std::string> ExtenderService::AdoptIntoGangLocked(const PodInfo& pod,
+                                                                const GangMembership& gang,
+                                                                std::optional<std::string>* error) {
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  const GangSpec spec = gang.ToSpec(static_cast<int>(pod.gpus));
+  const std::string& id = spec.name;
+  auto it = gangs_.find(id);
+  if (it != gangs_.end()) {
+    Entry& e = it->second;
+    const GangSpec& have = e.spec;
+    if (!e.adopted) {
+      return absl::StrCat("gang ", id, " is already tracked as one topogang placed itself");
+    }
+    if (have.members != spec.members || have.gpus_per_member != spec.gpus_per_member ||
+        have.required_tier != spec.required_tier || have.slice.members != spec.slice.members ||
+        have.slice.tier != spec.slice.tier) {
+      return absl::StrCat("pod says gang ", id, " is ", spec.members, " pods x ",
+                          spec.gpus_per_member, " GPUs, but its bound members say ", have.members,
+                          " pods x ", have.gpus_per_member, " GPUs (or another tier/slice)");
+    }
+    if (e.binding) return absl::StrCat("gang ", id, " is binding its missing members right now");
+    if (!e.running) {
+      // Missing members hold reservations, but this pod was bound elsewhere: the API server
+      // wins; give the reservations back and let the others filter again.
+      FailList fails;
+      ShrinkToBoundLocked(id,
+                          absl::StrCat("topogang: a member of gang ", id,
+                                       " was bound outside topogang; filter again"),
+                          &fails);
+      if (!fails.empty()) {
+        auto shared = std::make_shared<FailList>(std::move(fails));
+        Enqueue([shared] { RunFails(*shared); });
+      }
+      it = gangs_.find(id);
+      if (it == gangs_.end()) return AdoptIntoGangLocked(pod, gang, error);
+    }
+  }
+  int slot = 0;
+  if (it != gangs_.end()) {
+    const std::vector<Member>& slots = it->second.slots;
+    while (slot < static_cast<int>(slots.size()) && slots[slot].assigned) ++slot;
+    if (slot == static_cast<int>(slots.size())) {
+      return absl::StrCat("gang ", id, " already has ", slots.size(), " bound pods");
+    }
+  }
+  auto placed = TakeBoundGpusLocked(pod);
+  if (!placed.ok()) {
+    *error = std::string(placed.status().message());
+    return std::nullopt;
+  }
+  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+    if (it == gangs_.end()) {
+      Placement p;
+      p.members.push_back(*placed);
+      return s.Adopt(spec, std::move(p), GangState::kRunning, state_.clock().Now(),
+                     /*require_healthy=*/false);
+    }
+    return s.AdoptMember(id, slot, *placed, /*require_healthy=*/false);
+  });
+  if (!st.ok()) {
+    *error = std::string(st.message());
+    return std::nullopt;
+  }
+  if (it == gangs_.end()) {
+    Entry e;
+    e.spec = spec;
+    e.multi = true;
+    e.adopted = true;
+    e.running = true;
+    e.slots.resize(spec.members);
+    it = gangs_.emplace(id, std::move(e)).first;
+  }
+  Member& mem = it->second.slots[slot];
+  mem.key = key;
+  mem.assigned = mem.bound = true;
+  mem.pod = {pod.name, pod.namespace_, pod.uid, pod.node_name};
+  by_pod_[key] = {id, slot};
+  return std::nullopt;
+}
+
+std::optional<std::string> ExtenderService::AdoptBoundLocked(const PodInfo& pod) {
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  const std::string id = SingletonGangId(pod.namespace_, pod.name);
+  auto m = ParseGangMembership(pod.namespace_, pod.labels, pod.annotations);
+  const bool multi = m.ok() && m->has_value() && (*m)->size > 1;
+  if (multi) {
+    std::optional<std::string> error;
+    std::optional<std::string> disagree = AdoptIntoGangLocked(pod, **m, &error);
+    if (!disagree) return error;
+    // The pod runs whatever its labels say: adopt it alone, as a member of no gang.
+    state_.Publish({0,
+                    {},
+                    "adopt",
+                    (*m)->id,
+                    pod.node_name,
+                    absl::StrCat("pod ", pod.namespace_, "/", pod.name,
+                                 " adopted alone, not into its gang: ", *disagree)});
+  }
+  auto placed = TakeBoundGpusLocked(pod);
+  if (!placed.ok()) return std::string(placed.status().message());
+  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+    GangSpec spec;
+    spec.name = id;
+    spec.gpus_per_member = static_cast<int>(pod.gpus);
+    Placement p;
+    p.members.push_back(*placed);
+    return s.Adopt(spec, std::move(p), GangState::kRunning, state_.clock().Now(),
+                   /*require_healthy=*/false);
+  });
   if (!st.ok()) return std::string(st.message());
   Entry e;
   e.spec.name = id;
   e.spec.gpus_per_member = static_cast<int>(pod.gpus);
-  e.multi = m.ok() && m->has_value() && (*m)->size > 1;
+  e.multi = multi;
   e.running = true;
   Member mem;
   mem.key = key;
@@ -730,6 +897,102 @@ std::optional<std::string> ExtenderService::AdoptBoundLocked(const PodInfo& pod)
   return std::nullopt;
 }
 
+absl::Status ExtenderService::ReserveMissingLocked(const std::string& id, Entry& e) {
+  std::vector<int> missing;
+  absl::Time now = state_.clock().Now();
+  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+    const GangRecord* rec = s.Find(id);
+    if (rec == nullptr) return absl::InternalError("the gang's running members are not recorded");
+    const auto& members = rec->placement.members;
+    std::vector<int> anchors;
+    for (const MemberPlacement& mp : members) {
+      if (mp.node >= 0) anchors.push_back(mp.node);
+    }
+    for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
+      if (e.slots[i].assigned) continue;
+      if (i < static_cast<int>(members.size()) && members[i].node >= 0) continue;  // reserved
+      missing.push_back(i);
+    }
+    if (missing.empty()) return absl::OkStatus();
+    auto near = s.planner().PlanNear(e.spec, static_cast<int>(missing.size()), anchors);
+    if (!near.ok()) return near.status();
+    if (near->size() != missing.size()) return absl::InternalError("planner returned too few");
+    for (size_t k = 0; k < missing.size(); ++k) {
+      absl::Status a = s.AdoptMember(id, missing[k], (*near)[k]);
+      if (!a.ok()) {
+        for (size_t j = 0; j < k; ++j) s.ReleaseMember(id, missing[j]).IgnoreError();
+        return a;
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok() || missing.empty()) return st;
+  e.running = false;
+  e.fill_deadline = now + state_.With([](GangScheduler& s) { return s.options().reservation_ttl; });
+  fills_.insert(id);
+  state_.Publish({0,
+                  {},
+                  "reserve",
+                  id,
+                  "",
+                  absl::StrCat(missing.size(), "x", e.spec.gpus_per_member,
+                               " GPUs for the missing members of a gang found partly bound")});
+  return absl::OkStatus();
+}
+
+void ExtenderService::ShrinkToBoundLocked(const std::string& id, const std::string& why,
+                                          FailList* fail) {
+  auto it = gangs_.find(id);
+  if (it == gangs_.end() || !it->second.adopted) return;
+  Entry& e = it->second;
+  bool any_running = false;
+  state_.With([&](GangScheduler& s) {
+    const GangRecord* rec = s.Find(id);
+    const int size = rec == nullptr ? 0 : static_cast<int>(rec->placement.members.size());
+    for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
+      Member& m = e.slots[i];
+      if (m.bound) {
+        any_running |= !m.gone;
+        continue;
+      }
+      if (m.held) fail->emplace_back(std::move(m.held), why);
+      if (m.assigned) by_pod_.erase(m.key);
+      m = Member{};
+      if (i < size && rec->placement.members[i].node >= 0) s.ReleaseMember(id, i).IgnoreError();
+    }
+    return 0;
+  });
+  e.running = true;
+  e.binding = false;
+  e.barrier_deadline.reset();
+  e.fill_deadline.reset();
+  fills_.erase(id);
+  if (!any_running) {
+    DropEntryLocked(id, why, /*release_core=*/true, fail);
+    state_.Publish({0, {}, "release", id, "", "no member pod of the gang is running"});
+  }
+}
+
+void ExtenderService::ExpireFillsLocked(FailList* fail) {
+  absl::Time now = state_.clock().Now();
+  for (auto f = fills_.begin(); f != fills_.end();) {
+    const std::string id = *f++;
+    auto it = gangs_.find(id);
+    if (it == gangs_.end() || it->second.running || !it->second.fill_deadline) {
+      fills_.erase(id);
+      continue;
+    }
+    const Entry& e = it->second;
+    // An open barrier has its own (shorter) window.
+    if (e.binding || e.barrier_deadline || *e.fill_deadline > now) continue;
+    ShrinkToBoundLocked(id,
+                        absl::StrCat("topogang: the missing members of gang ", id,
+                                     " did not reach bind before their reservation expired"),
+                        fail);
+    state_.Publish({0, {}, "expire", id, "", "missing members' reservation TTL passed"});
+  }
+}
+
 void ExtenderService::ObservePod(const PodInfo& pod) {
   if (pod.Terminal()) {
     PodDeleted(pod);
@@ -739,12 +1002,18 @@ void ExtenderService::ObservePod(const PodInfo& pod) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   std::lock_guard<std::mutex> lock(mu_);
   if (auto p = by_pod_.find(key); p != by_pod_.end()) {
-    Entry& e = gangs_.at(p->second.first);
+    const std::string id = p->second.first;
+    Entry& e = gangs_.at(id);
     Member& m = e.slots[p->second.second];
     if (m.bound || e.binding) return;  // ours
     // Bound by someone else while we held a slot for it: fall through to adopt, dropping ours.
     FailList fails;
-    DropEntryLocked(p->second.first, "pod was bound outside topogang", true, &fails);
+    if (e.adopted) {
+      // Its gang's bound members keep running; only the reservations go.
+      ShrinkToBoundLocked(id, "topogang: a member of the gang was bound outside topogang", &fails);
+    } else {
+      DropEntryLocked(id, "pod was bound outside topogang", true, &fails);
+    }
     auto shared = std::make_shared<FailList>(std::move(fails));
     Enqueue([shared] { RunFails(*shared); });
   }
@@ -761,15 +1030,32 @@ void ExtenderService::PodDeleted(const PodInfo& pod) {
   auto p = by_pod_.find(key);
   if (p == by_pod_.end()) return;
   const std::string id = p->second.first;
+  const int slot = p->second.second;
   Entry& e = gangs_.at(id);
-  if (!e.running) return;  // pending gangs are cleaned up by the barrier / TTL
-  e.slots[p->second.second].gone = true;
+  if (!e.running && !e.adopted) return;  // pending gangs are cleaned up by the barrier / TTL
+  Member& m = e.slots[slot];
+  if (e.adopted) {
+    // A member still to bind: its reservation goes with the barrier or the TTL.
+    if (!m.bound) return;
+    // Regrouped gangs were singletons before; like them, a member's GPUs come back with its pod,
+    // and its slot is free again: a replacement pod filters next to the surviving members.
+    state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
+    by_pod_.erase(key);
+    m = Member{};
+  } else {
+    m.gone = true;
+  }
   bool all_gone = std::all_of(e.slots.begin(), e.slots.end(),
-                              [](const Member& m) { return m.gone || !m.bound; });
+                              [](const Member& x) { return x.gone || !x.bound; });
   if (all_gone) {
     FailList fails;
-    DropEntryLocked(id, "gang finished", /*release_core=*/true, &fails);
+    DropEntryLocked(id, "topogang: every running member of the gang is gone; filter again",
+                    /*release_core=*/true, &fails);
     state_.Publish({0, {}, "release", id, "", "every member pod finished or was deleted"});
+    if (!fails.empty()) {
+      auto shared = std::make_shared<FailList>(std::move(fails));
+      Enqueue([shared] { RunFails(*shared); });
+    }
   }
 }
 
@@ -782,11 +1068,23 @@ absl::Status ExtenderService::Rebuild(Cluster cluster, const std::vector<PodInfo
     // from what the API server says is bound.
     std::map<std::string, Entry> pending;
     for (auto& [id, e] : gangs_) {
+      if (e.adopted) {
+        // Regrouped again from the pod list below; its missing members filter again.
+        for (Member& m : e.slots) {
+          if (m.held) {
+            fails.emplace_back(std::move(m.held),
+                               "topogang: the cluster changed while the gang's missing members "
+                               "waited to bind; retry");
+          }
+        }
+        continue;
+      }
       if (!e.running) pending.emplace(id, std::move(e));
     }
     gangs_.clear();
     by_pod_.clear();
     pending_.clear();
+    fills_.clear();
     GangScheduler fresh(std::move(cluster),
                         state_.With([](GangScheduler& s) { return s.options(); }));
     state_.ReplaceScheduler(std::move(fresh));

@@ -78,6 +78,15 @@ class ExtenderService {
   // --- Cluster sync (kube mode) ---------------------------------------------------------------
   // A pod as the API server sees it now. Bound GPU pods that topogang did not bind are adopted
   // (their GPUs are taken out of the model); terminal pods give their GPUs back.
+  //
+  // Regrouping. A bound pod whose labels name a multi-pod gang is adopted INTO that gang (one
+  // ledger entry and one running core gang, grown member by member), so a restart or failover
+  // keeps gangs whole for replacement proposals, preemption and the gRPC views. If the gang has
+  // fewer bound pods than its size (a restart mid-bind), the first missing member to filter
+  // reserves GPUs for all the missing ones next to the bound ones (all-or-nothing) and they bind
+  // through the barrier, which then waits only for them. Members of a regrouped gang give their
+  // GPUs back one by one as their pods go; the gang is released with its last pod. Pods that
+  // disagree with their gang (size, GPUs, tier) are adopted alone, with an "adopt" warning.
   void ObservePod(const PodInfo& pod);
   void PodDeleted(const PodInfo& pod);
   // Replaces the model with `cluster` (a new node set): adopts every bound pod, then re-plans the
@@ -109,10 +118,14 @@ class ExtenderService {
   struct Entry {
     GangSpec spec;
     bool multi = false;  // a real gang (size > 1) as opposed to a gang of one
+    // Regrouped from pods found bound (see ObservePod): slot i is core member i, members free
+    // their GPUs one by one, and running=false means GPUs are reserved for missing members.
+    bool adopted = false;
     bool running = false;
     bool binding = false;  // barrier opened; bindings in flight
     std::vector<Member> slots;
     std::optional<absl::Time> barrier_deadline;  // real time
+    std::optional<absl::Time> fill_deadline;     // clock time: missing members' reservation TTL
   };
   using Job = std::function<void()>;
 
@@ -130,6 +143,19 @@ class ExtenderService {
   std::vector<std::string> SlotNodesLocked(const std::string& id);
   void CompleteBarrier(const std::string& id);
   std::optional<std::string> AdoptBoundLocked(const PodInfo& pod);
+  // Adopts `pod` into its multi-pod gang; nullopt when it joined, otherwise why it cannot (the
+  // caller adopts it alone). Sets *error when the pod cannot be adopted at all.
+  std::optional<std::string> AdoptIntoGangLocked(const PodInfo& pod, const GangMembership& gang,
+                                                 std::optional<std::string>* error);
+  // Takes GPUs for a bound pod on its node, displacing reservations there if it must.
+  absl::StatusOr<MemberPlacement> TakeBoundGpusLocked(const PodInfo& pod);
+  // Adopted gang: reserves GPUs next to the bound members for every missing member, or none.
+  absl::Status ReserveMissingLocked(const std::string& id, Entry& e);
+  // Adopted gang: gives back the reservations of members not bound (barrier or TTL expired, or
+  // the cluster changed), keeping the bound ones running; drops the entry if none is left.
+  void ShrinkToBoundLocked(const std::string& id, const std::string& why,
+                           std::vector<std::pair<BindCallback, std::string>>* fail);
+  void ExpireFillsLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
   static std::string PodKey(absl::string_view uid, absl::string_view ns, absl::string_view name);
 
   DaemonState& state_;
@@ -142,6 +168,7 @@ class ExtenderService {
   absl::flat_hash_map<std::string, std::pair<std::string, int>> by_pod_;  // key -> gang, slot
   std::set<std::string> pending_;   // ids of gangs reserved but not yet running
   std::set<std::string> barriers_;  // ids whose barrier window is open (may hold stale ids)
+  std::set<std::string> fills_;     // adopted gangs with reserved missing members (may be stale)
   absl::flat_hash_set<std::string> passthrough_;  // pods seen in filter without GPUs or gang
   std::function<void(const GangNotice&)> notify_;
 

@@ -65,6 +65,54 @@ absl::Status GangScheduler::Adopt(const GangSpec& gang, Placement placement, Gan
   return absl::OkStatus();
 }
 
+absl::Status GangScheduler::AdoptMember(absl::string_view name, int member,
+                                        MemberPlacement placement, bool require_healthy) {
+  auto it = gangs_.find(name);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  Placement& p = it->second.placement;
+  const int size = static_cast<int>(p.members.size());
+  if (member < 0 || member > size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gang '", name, "': member ", member, " out of range (", size, " members)"));
+  }
+  if (member < size && (p.members[member].node >= 0 || !p.members[member].gpus.empty())) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("gang '", name, "': member ", member, " already holds GPUs"));
+  }
+  if (placement.node < 0 || placement.node >= cluster_.num_nodes()) {
+    return absl::InvalidArgumentError(absl::StrCat("gang '", name, "': bad node"));
+  }
+  if (absl::Status s = cluster_.Allocate(placement.gpus, require_healthy); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("gang '", name, "': ", s.message()));
+  }
+  if (member == size) {
+    p.members.push_back(std::move(placement));
+  } else {
+    p.members[member] = std::move(placement);
+  }
+  SummarizePlacement(cluster_, &p);
+  return absl::OkStatus();
+}
+
+absl::Status GangScheduler::ReleaseMember(absl::string_view name, int member) {
+  auto it = gangs_.find(name);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  Placement& p = it->second.placement;
+  if (member < 0 || member >= static_cast<int>(p.members.size())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gang '", name, "': member ", member, " out of range"));
+  }
+  MemberPlacement& m = p.members[member];
+  if (absl::Status s = cluster_.Release(m.gpus); !s.ok()) {
+    return absl::InternalError(
+        absl::StrCat("releasing member ", member, " of gang '", name, "': ", s.message()));
+  }
+  m.node = -1;
+  m.gpus.clear();
+  SummarizePlacement(cluster_, &p);
+  return absl::OkStatus();
+}
+
 absl::Status GangScheduler::Commit(absl::string_view name) {
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
@@ -158,6 +206,7 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
     }
     std::vector<int> anchors;
     for (size_t m = 0; m < rec.placement.members.size(); ++m) {
+      if (rec.placement.members[m].node < 0) continue;  // released member: nothing to anchor
       if (!std::binary_search(lost.begin(), lost.end(), static_cast<int>(m))) {
         anchors.push_back(rec.placement.members[m].node);
       }

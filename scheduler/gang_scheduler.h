@@ -70,6 +70,13 @@ class GangScheduler {
   // require_healthy=false records GPUs already in use on nodes that have since gone bad.
   absl::Status Adopt(const GangSpec& gang, Placement placement, GangState state, absl::Time now,
                      bool require_healthy = true);
+  // Grows a gang member by member (pods found bound one at a time after a restart). `member` ==
+  // the placement's size appends a member; a member emptied by ReleaseMember is filled again.
+  absl::Status AdoptMember(absl::string_view gang, int member, MemberPlacement placement,
+                           bool require_healthy = true);
+  // Frees one member's GPUs; the member stays as an empty slot (node -1) so the other members
+  // keep their ordinals. The gang keeps running with the rest.
+  absl::Status ReleaseMember(absl::string_view gang, int member);
   absl::Status Commit(absl::string_view gang);   // reserved -> running (no expiry)
   absl::Status Release(absl::string_view gang);  // frees every GPU the gang holds
   // Releases reservations whose TTL has passed; returns their names.

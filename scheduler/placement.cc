@@ -12,7 +12,9 @@ std::vector<int> Placement::Gpus() const {
 
 std::vector<int> Placement::Nodes() const {
   std::vector<int> out;
-  for (const MemberPlacement& m : members) out.push_back(m.node);
+  for (const MemberPlacement& m : members) {
+    if (m.node >= 0) out.push_back(m.node);  // node -1: a member released on its own
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -22,7 +22,7 @@ struct Placement {
   bool preferred_met = true;
 
   std::vector<int> Gpus() const;
-  std::vector<int> Nodes() const;  // distinct, ascending
+  std::vector<int> Nodes() const;  // distinct, ascending; released members (node -1) skipped
 };
 
 // Fills level, domain, domains_per_level and bandwidth_gbps from `members`.

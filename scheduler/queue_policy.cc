@@ -81,7 +81,7 @@ bool GangQueue::BackfillBlocks(const GangScheduler& sched, const Entry& e,
   for (const auto& [name, rec] : sched.gangs()) {
     if (rec.state == GangState::kHeld || rec.reserved_at <= e.enqueued) continue;
     for (const MemberPlacement& m : rec.placement.members) {
-      younger[m.node] += static_cast<int>(m.gpus.size());
+      if (m.node >= 0) younger[m.node] += static_cast<int>(m.gpus.size());  // -1: released
     }
   }
   int members = 0;
@@ -135,6 +135,7 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
     for (const auto& [name, rec] : sched.gangs()) {
       int last = -1;
       for (const MemberPlacement& m : rec.placement.members) {
+        if (m.node < 0) continue;  // a member released on its own (GangScheduler::ReleaseMember)
         if (m.node != last) ++gangs_on[m.node];  // members of one gang on a node are adjacent
         last = m.node;
       }

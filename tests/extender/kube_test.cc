@@ -503,5 +503,69 @@ TEST(KubeSyncTest, RestartInTheMiddleOfAGang) {
   EXPECT_TRUE(b.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
+// The daemon restarts while gang "g" (4 pods) is half bound and gang "full" (4 pods) is bound:
+// both come back as ONE running gang each, g's two pending members are steered next to its bound
+// ones and bind through the barrier, and deleting the pods gives every GPU back.
+TEST(KubeSyncTest, RestartRegroupsBoundPodsIntoTheirGangs) {
+  FakeApiServer api;
+  AddNodes(api, 8);
+  std::vector<std::string> names = NodeNames(8);
+  auto bound = [](const std::string& gang, int i, const std::string& node) {
+    Json p = MakePod(GangPod(gang, 4, i, 8));
+    p["spec"]["nodeName"] = node;
+    p["status"]["phase"] = "Running";
+    return p;
+  };
+  for (int i = 0; i < 4; ++i) api.PutPod(bound("full", i, names[4 + i]));
+  api.PutPod(bound("g", 0, "gpu-node-000"));
+  api.PutPod(bound("g", 1, "gpu-node-001"));
+  Json g2 = MakePod(GangPod("g", 4, 2, 8)), g3 = MakePod(GangPod("g", 4, 3, 8));
+  api.PutPod(g2);
+  api.PutPod(g3);
+
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  auto gangs = [&] {
+    return d.h().state().With([](GangScheduler& s) {
+      std::map<std::string, int> out;  // gang -> members holding GPUs
+      for (const auto& [name, rec] : s.gangs()) {
+        int n = 0;
+        for (const MemberPlacement& m : rec.placement.members) n += m.node >= 0 ? 1 : 0;
+        out[name] = n;
+      }
+      return out;
+    });
+  };
+  EXPECT_EQ(gangs(), (std::map<std::string, int>{{"default/full", 4}, {"default/g", 2}}));
+
+  std::string n2 = Filter1(d.h(), g2, names), n3 = Filter1(d.h(), g3, names);
+  EXPECT_EQ((std::set<std::string>{n2, n3}),
+            (std::set<std::string>{"gpu-node-002", "gpu-node-003"}))
+      << "the missing members go next to the bound ones (their rack)";
+  auto b2 = BindAsync(d.h(), g2, n2), b3 = BindAsync(d.h(), g3, n3);
+  EXPECT_EQ(b2.get().body, R"({"Error":""})");
+  EXPECT_EQ(b3.get().body, R"({"Error":""})");
+  EXPECT_EQ(api.bindings().size(), 2u) << "only the missing members are bound";
+  EXPECT_EQ(api.GetPod("default", "g-2")["spec"]["nodeName"], n2);
+  // The watch reports the new bindings; nothing is adopted twice.
+  EXPECT_TRUE(Eventually([&] {
+    return api.GetPod("default", "g-3")["spec"]["nodeName"] == n3 &&
+           d.h().service().GetStats().running_gangs == 2;
+  }));
+  EXPECT_EQ(gangs(), (std::map<std::string, int>{{"default/full", 4}, {"default/g", 4}}));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.FreeOn(names[i]), 0) << names[i];
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+
+  // Pods go: each member's GPUs come back, the last one releases its gang.
+  api.DeletePod("default", "g-0");
+  EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 8; }));
+  EXPECT_EQ(gangs().at("default/g"), 3);
+  for (int i = 1; i < 4; ++i) api.DeletePod("default", absl::StrCat("g-", i));
+  for (int i = 0; i < 4; ++i) api.DeletePod("default", absl::StrCat("full-", i));
+  EXPECT_TRUE(Eventually([&] { return gangs().empty(); }));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.FreeOn(names[i]), 8) << names[i];
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
 }  // namespace
 }  // namespace topogang

@@ -175,5 +175,59 @@ TEST(GangScheduler, AdoptRecordsRunningPodsEvenOnBadNodes) {
   EXPECT_TRUE(s.CheckInvariants().ok());
 }
 
+// A gang found bound one pod at a time (daemon restart) grows member by member; members that
+// finish give their GPUs back one by one while the rest keep running.
+TEST(GangScheduler, AdoptMemberGrowsAndReleaseMemberShrinksARunningGang) {
+  GangScheduler s(MakeCluster(1, 1, 2, 4, 8));  // 2 leaves of 4 nodes x 8 GPUs
+  absl::Time t = absl::UnixEpoch();
+  Placement first;
+  first.members = {MemberPlacement{0, {0, 1, 2, 3}}};
+  GangSpec g = Gang("ns/g", 3, 4);
+  ASSERT_TRUE(s.Adopt(g, first, GangState::kRunning, t, false).ok());
+  ASSERT_TRUE(s.AdoptMember("ns/g", 1, MemberPlacement{1, {8, 9, 10, 11}}).ok());
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 64 - 8);
+  // Beyond the end, an occupied member, GPUs someone holds, unknown gang: refused, nothing leaks.
+  EXPECT_EQ(s.AdoptMember("ns/g", 3, MemberPlacement{2, {16}}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.AdoptMember("ns/g", 0, MemberPlacement{2, {16}}).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_FALSE(s.AdoptMember("ns/g", 2, MemberPlacement{1, {11, 12}}).ok());
+  EXPECT_TRUE(s.cluster().IsFree(12)) << "failed AdoptMember must not leak GPU 12";
+  EXPECT_EQ(s.AdoptMember("nope", 0, MemberPlacement{2, {16}}).code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(s.AdoptMember("ns/g", 2, MemberPlacement{5, {40, 41, 42, 43}}).ok());
+  const GangRecord* rec = s.Find("ns/g");
+  ASSERT_EQ(rec->placement.members.size(), 3u);
+  EXPECT_EQ(rec->placement.Nodes(), (std::vector<int>{0, 1, 5}));
+  EXPECT_EQ(s.cluster().LevelName(rec->placement.level), "spine") << "spans both leaves";
+  ASSERT_TRUE(s.CheckInvariants().ok()) << s.CheckInvariants();
+
+  // Member 2 finishes: its GPUs come back, the others keep their ordinals, the span shrinks.
+  ASSERT_TRUE(s.ReleaseMember("ns/g", 2).ok());
+  rec = s.Find("ns/g");
+  EXPECT_EQ(rec->placement.members[2].node, -1);
+  EXPECT_EQ(rec->placement.members[1].node, 1);
+  EXPECT_EQ(rec->placement.Nodes(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(s.cluster().LevelName(rec->placement.level), "leaf");
+  EXPECT_TRUE(s.cluster().IsFree(40));
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 64 - 8);
+  ASSERT_TRUE(s.CheckInvariants().ok()) << s.CheckInvariants();
+  // A released member can be filled again; releasing it twice is harmless.
+  ASSERT_TRUE(s.ReleaseMember("ns/g", 2).ok());
+  ASSERT_TRUE(s.AdoptMember("ns/g", 2, MemberPlacement{2, {16, 17, 18, 19}}).ok());
+  EXPECT_EQ(s.ReleaseMember("ns/g", 7).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(s.CheckInvariants().ok()) << s.CheckInvariants();
+
+  // A fault on a member's node still gets a replacement next to the survivors, never an anchor
+  // on the released member.
+  ASSERT_TRUE(s.ReleaseMember("ns/g", 0).ok());
+  auto events = s.SetNodeCordoned(1, true, t);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, ReplanEvent::Kind::kReplacementProposed);
+  EXPECT_EQ(events[0].lost_members, std::vector<int>{1});
+  ASSERT_TRUE(s.Release("ns/g").ok());
+  EXPECT_EQ(s.cluster().FreeHealthy(0), 64 - 8) << "only the cordoned node is not free+healthy";
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace topogang
