@@ -187,7 +187,7 @@ int Main(int argc, char** argv) {
     std::lock_guard<std::mutex> l(ready_mu);
     // A standby answers verbs with an error (a Service may route one to it during a failover):
     // its reservation ledger is empty, and two ledgers would double-book GPUs.
-    server.SetLeader(leading);  // also sets topogang_leader and topogang_ready
+    server.SetLeader(leading);  // these two also set topogang_leader and topogang_ready
     server.SetReady(synced && leading);
     metrics.SetModelSynced(synced);
   };
