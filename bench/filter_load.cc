@@ -29,6 +29,7 @@
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
 #include "extender/json_util.h"
+#include "extender/metrics.h"
 #include "extender/wire_types.h"
 
 namespace topogang {
@@ -194,7 +195,9 @@ int Main(int argc, char** argv) {
   SystemClock clock;
   DaemonState state(GangScheduler(std::move(*cluster), loaded->config.scheduler), clock);
   MemoryBinder binder;
+  DaemonMetrics metrics(&state);  // as in topogangd: every request is counted and timed
   ExtenderService service(state, binder, ExtenderOptions{});
+  metrics.AttachService(&service);
   if (args->Has("inproc")) {
     // Same bodies, no HTTP: splits the cost into parse / verb logic / serialize.
     double parse_ms = 0, filter_ms = 0, ser_ms = 0;
@@ -219,7 +222,7 @@ int Main(int argc, char** argv) {
   for (int attempt = 0; attempt < 20 && !server; ++attempt) {
     HttpServerOptions ho;
     ho.port = PickFreePort();
-    auto s = std::make_unique<ExtenderHttpServer>(service, ho);
+    auto s = std::make_unique<ExtenderHttpServer>(service, ho, &metrics);
     if (s->Start().ok()) server = std::move(s);
   }
   if (!server) {

@@ -89,6 +89,28 @@ std::string DaemonState::NodeHealthReason(absl::string_view node) const {
   return it == node_reason_.end() ? "" : it->second;
 }
 
+DaemonState::HealthCounts DaemonState::CountHealth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Cluster& c = sched_.cluster();
+  HealthCounts h;
+  for (const auto& [name, mask] : node_sources_) {
+    if (mask == 0 || c.FindNode(name) < 0) continue;
+    constexpr uint8_t kDown = static_cast<uint8_t>(HealthSource::kKubeNotReady) |
+                              static_cast<uint8_t>(HealthSource::kAgentLost);
+    ++((mask & kDown) ? h.nodes_unhealthy : h.nodes_cordoned);
+  }
+  h.nodes_healthy = c.num_nodes() - h.nodes_unhealthy - h.nodes_cordoned;
+  h.gpus_free = c.FreeHealthy(0);
+  h.gpus_allocated = c.num_gpus() - static_cast<int>(c.free_mask().Count());
+  h.gpus_unhealthy = c.num_gpus() - h.gpus_free - h.gpus_allocated;
+  return h;
+}
+
+void DaemonState::SetEventObserver(std::function<void(const DecisionEvent&)> observer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observer_ = std::move(observer);
+}
+
 void DaemonState::PublishReplan(const std::vector<ReplanEvent>& events, absl::string_view node) {
   for (const ReplanEvent& e : events) {
     PublishLocked({0, clock_.Now(), ReplanKindName(e.kind), e.gang, std::string(node), e.detail});
@@ -104,6 +126,7 @@ int64_t DaemonState::Publish(DecisionEvent e) {
 void DaemonState::PublishLocked(DecisionEvent e) {
   e.seq = next_seq_++;
   if (e.time == absl::Time()) e.time = clock_.Now();
+  if (observer_) observer_(e);
   events_.push_back(std::move(e));
   while (events_.size() > event_capacity_) events_.pop_front();
   cv_.notify_all();

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -70,12 +71,27 @@ class DaemonState {
   uint8_t NodeHealthSources(absl::string_view node) const;
   std::string NodeHealthReason(absl::string_view node) const;
 
+  // Nodes and GPUs of the model by state, for metrics. Each set of counts partitions its total.
+  struct HealthCounts {
+    int nodes_healthy = 0;
+    int nodes_unhealthy = 0;  // NotReady or agent lost (whatever else is set)
+    int nodes_cordoned = 0;   // only operator sources: cordon, NoSchedule taint, admin drain
+    int gpus_free = 0;        // free and usable
+    int gpus_allocated = 0;   // held by a reservation or a running pod
+    int gpus_unhealthy = 0;   // free but unusable: faulty, or on an unusable node
+  };
+  // O(unusable nodes + GPUs/64) under the lock.
+  HealthCounts CountHealth() const;
+
   // Events. Publish assigns seq and time and wakes waiters.
   int64_t Publish(DecisionEvent e);
   // Events with seq > after (at most max). Blocks until there is one, the deadline passes, or
   // Shutdown() is called.
   std::vector<DecisionEvent> WaitEvents(int64_t after, absl::Time deadline, size_t max = 256);
   int64_t LastSeq() const;
+  // Called for every published event, under the state's lock (so in publish order): must be
+  // quick and must not call back into this object. Metrics count events by kind here.
+  void SetEventObserver(std::function<void(const DecisionEvent&)> observer);
   // Wakes every waiter for good (daemon shutdown).
   void Shutdown();
 
@@ -90,6 +106,7 @@ class DaemonState {
   std::map<std::string, uint8_t, std::less<>> node_sources_;
   std::map<std::string, std::string, std::less<>> node_reason_;
   std::deque<DecisionEvent> events_;
+  std::function<void(const DecisionEvent&)> observer_;
   size_t event_capacity_;
   int64_t next_seq_ = 1;
   bool shutdown_ = false;

@@ -53,8 +53,8 @@ class Session;
 // State shared by the server object and its connections.
 namespace http_internal {
 struct ServerCore {
-  ServerCore(ExtenderService& service, const HttpServerOptions& options)
-      : routes(service, options), max_body_bytes(options.max_body_bytes) {}
+  ServerCore(ExtenderService& service, const HttpServerOptions& options, DaemonMetrics* metrics)
+      : routes(service, options, metrics), max_body_bytes(options.max_body_bytes) {}
 
   ExtenderRoutes routes;
   const size_t max_body_bytes;
@@ -287,9 +287,10 @@ int PickFreePort() {
   return port;
 }
 
-ExtenderHttpServer::ExtenderHttpServer(ExtenderService& service, HttpServerOptions options)
+ExtenderHttpServer::ExtenderHttpServer(ExtenderService& service, HttpServerOptions options,
+                                       DaemonMetrics* metrics)
     : service_(service), options_(std::move(options)) {
-  core_ = std::make_shared<http_internal::ServerCore>(service_, options_);
+  core_ = std::make_shared<http_internal::ServerCore>(service_, options_, metrics);
   core_->shared_self = core_;
   core_->max_connections = std::max(1, options_.max_connections);
 }

@@ -24,7 +24,9 @@ struct ServerCore;
 
 class ExtenderHttpServer {
  public:
-  ExtenderHttpServer(ExtenderService& service, HttpServerOptions options);
+  // `metrics` (optional, see ExtenderRoutes) counts requests and is served at GET /metrics.
+  ExtenderHttpServer(ExtenderService& service, HttpServerOptions options,
+                     DaemonMetrics* metrics = nullptr);
   ~ExtenderHttpServer();
 
   absl::Status Start();

@@ -37,6 +37,7 @@
 #include "extender/http_server.h"
 #include "extender/kube_sync.h"
 #include "extender/leader_election.h"
+#include "extender/metrics.h"
 
 namespace topogang {
 namespace {
@@ -172,8 +173,11 @@ int Main(int argc, char** argv) {
     binder = std::make_unique<KubeBinder>(client);
     sync = std::make_unique<KubeSync>(client, *state, topology, daemon.extender.gpu_resource);
   }
+  // Before the service, so it outlives it (held binds failed at teardown still count).
+  DaemonMetrics metrics(state.get());
   ExtenderService service(*state, *binder, daemon.extender);
-  ExtenderHttpServer server(service, daemon.http);
+  metrics.AttachService(&service);
+  ExtenderHttpServer server(service, daemon.http, &metrics);
   // Ready (in the Service's endpoints) only when the model is in sync AND this replica leads.
   std::atomic<bool> synced{!sync}, leading{!elect}, lost{false};
   std::mutex lost_mu;
@@ -183,8 +187,9 @@ int Main(int argc, char** argv) {
     std::lock_guard<std::mutex> l(ready_mu);
     // A standby answers verbs with an error (a Service may route one to it during a failover):
     // its reservation ledger is empty, and two ledgers would double-book GPUs.
-    server.SetLeader(leading);
+    server.SetLeader(leading);  // these two also set topogang_leader and topogang_ready
     server.SetReady(synced && leading);
+    metrics.SetModelSynced(synced);
   };
   update_ready();
   if (sync) {
@@ -248,6 +253,8 @@ int Main(int argc, char** argv) {
       return Fail(absl::StrCat("gRPC on ", grpc_options.address, ": ", g.status().message()));
     }
     grpc_server = *std::move(g);
+    metrics.SetAgentStreamsSource(
+        [g = grpc_server.get()] { return static_cast<double>(g->agents().active_streams()); });
     std::cerr << "topogangd: gRPC on port " << grpc_server->port() << std::endl;
   }
   std::cerr << "topogangd: serving " << server.BaseUrl() << daemon.http.prefix << "/{"

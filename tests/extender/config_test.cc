@@ -176,6 +176,12 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
   EXPECT_EQ(pod["containers"][0]["env"][0]["name"].as<std::string>(), "POD_NAME");
   EXPECT_EQ(pod["containers"][0]["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
   EXPECT_TRUE(pod["affinity"]["podAntiAffinity"]);
+  // Prometheus scrapes GET /metrics on the daemon's HTTP port.
+  YAML::Node ann = deploy["spec"]["template"]["metadata"]["annotations"];
+  ASSERT_TRUE(ann);
+  EXPECT_EQ(ann["prometheus.io/scrape"].as<std::string>(), "true");
+  EXPECT_EQ(ann["prometheus.io/port"].as<std::string>(), std::to_string(d->http.port));
+  EXPECT_EQ(ann["prometheus.io/path"].as<std::string>(), "/metrics");
 }
 
 }  // namespace

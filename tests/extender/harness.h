@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
+#include "extender/metrics.h"
 #include "tests/extender/test_util.h"
 
 namespace topogang::testing {
@@ -30,12 +31,15 @@ class Harness {
   Harness(Cluster cluster, ExtenderOptions eo = {}, HttpServerOptions ho = {},
           Binder* binder = nullptr)
       : state_(GangScheduler(std::move(cluster)), clock_),
+        metrics_(&state_),
         binder_(binder ? binder : &memory_),
         service_(state_, *binder_, eo) {
+    metrics_.AttachService(&service_);
+    metrics_.SetModelSynced(true);  // the model is the cluster given, as in standalone mode
     for (int attempt = 0; attempt < 20 && !server_; ++attempt) {
       ho.port = PickFreePort();
       ho.bind_address = "127.0.0.1";
-      auto s = std::make_unique<ExtenderHttpServer>(service_, ho);
+      auto s = std::make_unique<ExtenderHttpServer>(service_, ho, &metrics_);
       if (s->Start().ok()) server_ = std::move(s);
     }
     prefix_ = ho.prefix;
@@ -68,6 +72,8 @@ class Harness {
 
   DaemonState& state() { return state_; }
   ExtenderService& service() { return service_; }
+  DaemonMetrics& metrics() { return metrics_; }
+  ExtenderHttpServer& server() { return *server_; }
   MemoryBinder& memory() { return memory_; }
   bool ok() const { return server_ != nullptr; }
   int UsedGpus() {
@@ -78,6 +84,7 @@ class Harness {
  private:
   SystemClock clock_;
   DaemonState state_;
+  DaemonMetrics metrics_;  // outlives the service (see ExtenderRoutes)
   MemoryBinder memory_;
   Binder* binder_;
   ExtenderService service_;

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "extender/http_server.h"
 #include "tests/extender/harness.h"
+#include "tests/extender/prom_text.h"
 #include "topogang/v1/placement.grpc.pb.h"
 
 namespace topogang {
@@ -92,6 +93,16 @@ TEST(TopogangdGrpcTest, WatchDecisionsStreamsAGangScheduledThroughTheExtender) {
     }
   }
   EXPECT_TRUE(running) << gangs.DebugString();
+
+  // The same gang in /metrics; with the gRPC server on, the agent stream gauge is there too.
+  auto scrape = client.request(web::http::methods::GET, "/metrics").get();
+  auto m = testing::PromText::Parse(scrape.extract_utf8string(true).get());
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->Get("topogang_gangs", {{"state", "running"}}), 1);
+  EXPECT_EQ(m->Get("topogang_gang_events_total", {{"event", "bind"}}), 1);
+  EXPECT_EQ(m->Get("topogang_extender_requests_total", {{"verb", "bind"}, {"result", "ok"}}), 2);
+  EXPECT_EQ(m->Get("topogang_gpus", {{"state", "allocated"}}), 16);
+  EXPECT_EQ(m->Get("topogang_agent_streams"), 0);
 
   kill(pid, SIGTERM);
   testing::ExpectCleanExit(pid);

@@ -17,6 +17,7 @@
 #include "extender/http_server.h"
 #include "tests/extender/fake_apiserver.h"
 #include "tests/extender/harness.h"
+#include "tests/extender/prom_text.h"
 
 namespace topogang {
 namespace {
@@ -40,6 +41,21 @@ std::string FilterError(int port, const std::string& body) {
     return Json::parse(r.extract_utf8string(true).get()).value("Error", "<no Error field>");
   } catch (const std::exception& e) {
     return absl::StrCat("<request failed: ", e.what(), ">");
+  }
+}
+
+// GET /metrics, parsed (an empty exposition when the call or the parse failed, so every value
+// assertion fails).
+testing::PromText Metrics(int port) {
+  web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", port));
+  try {
+    auto r = client.request(web::http::methods::GET, "/metrics").get();
+    auto m = testing::PromText::Parse(r.extract_utf8string(true).get());
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? *std::move(m) : testing::PromText();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "GET /metrics: " << e.what();
+    return testing::PromText();
   }
 }
 
@@ -129,6 +145,17 @@ TEST_F(Replicas, OnlyTheLeaderIsReadyReleaseHandsOverLossExits1) {
       testing::FilterBody(testing::MakePod(testing::GangPod("g", 1, 0, 1)), {"n1"});
   EXPECT_TRUE(absl::StrContains(FilterError(port_b, body), "standby"));
   EXPECT_EQ(FilterError(port_a, body), "");
+  // Metrics tell the two apart (cluster-mode wiring of main.cc).
+  testing::PromText ma = Metrics(port_a), mb = Metrics(port_b);
+  EXPECT_EQ(ma.Get("topogang_leader"), 1);
+  EXPECT_EQ(ma.Get("topogang_ready"), 1);
+  EXPECT_EQ(ma.Get("topogang_model_synced"), 1);
+  EXPECT_EQ(ma.Get("topogang_extender_requests_total", {{"verb", "filter"}, {"result", "ok"}}), 1);
+  EXPECT_EQ(mb.Get("topogang_leader"), 0);
+  EXPECT_EQ(mb.Get("topogang_ready"), 0);
+  EXPECT_EQ(mb.Get("topogang_extender_requests_total", {{"verb", "filter"}, {"result", "standby"}}),
+            1);
+  EXPECT_EQ(mb.Get("topogang_gang_events_total", {{"event", "reserve"}}), 0);
 
   // Graceful shutdown of the leader: lease released, b ready long before 20 s.
   const absl::Time term = absl::Now();
