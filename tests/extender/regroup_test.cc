@@ -8,6 +8,7 @@
 #include <set>
 
 #include "extender/extender_service.h"
+#include "tests/extender/service_util.h"
 #include "tests/extender/test_util.h"
 
 namespace topogang {
@@ -34,19 +35,9 @@ struct Fixture {
   }
   ExtenderFilterResult Filter(const Json& pod) { return service.Filter(MakeArgs(pod, names)); }
   std::future<std::string> Bind(const Json& pod, const std::string& node) {
-    auto p = std::make_shared<std::promise<std::string>>();
-    auto f = p->get_future();
-    service.Bind(
-        {pod["metadata"]["name"], pod["metadata"]["namespace"], pod["metadata"]["uid"], node},
-        [p](const ExtenderBindingResult& r) { p->set_value(r.error); });
-    return f;
+    return testing::BindPod(service, pod, node);
   }
-  int UsedGpus() {
-    return state.With([](GangScheduler& s) {
-      const Cluster& c = s.cluster();
-      return c.num_gpus() - c.FreeHealthy(0);
-    });
-  }
+  int UsedGpus() { return testing::UsedGpus(state); }
   absl::Status Invariants() {
     return state.With([](GangScheduler& s) { return s.CheckInvariants(); });
   }

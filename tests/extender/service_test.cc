@@ -7,6 +7,7 @@
 #include <set>
 
 #include "extender/extender_service.h"
+#include "tests/extender/service_util.h"
 #include "tests/extender/test_util.h"
 
 namespace topogang {
@@ -54,19 +55,9 @@ struct Fixture {
     return r.node_names.empty() ? "" : r.node_names[0];
   }
   std::future<std::string> Bind(const Json& pod, const std::string& node) {
-    auto p = std::make_shared<std::promise<std::string>>();
-    auto f = p->get_future();
-    service.Bind(
-        {pod["metadata"]["name"], pod["metadata"]["namespace"], pod["metadata"]["uid"], node},
-        [p](const ExtenderBindingResult& r) { p->set_value(r.error); });
-    return f;
+    return testing::BindPod(service, pod, node);
   }
-  int UsedGpus() {
-    return state.With([](GangScheduler& s) {
-      const Cluster& c = s.cluster();
-      return c.num_gpus() - c.FreeHealthy(0);
-    });
-  }
+  int UsedGpus() { return testing::UsedGpus(state); }
 
   FakeClock clock;
   DaemonState state;
