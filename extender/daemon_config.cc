@@ -127,7 +127,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto threads = YamlInt(d, "http_threads", source, 0, 64, c.http.threads);
   if (!threads.ok()) return threads.status();
   c.http.threads = static_cast<int>(*threads);
-  auto conns = YamlInt(d, "max_connections", source, 1, 100000, c.http.max_connections);
+  auto conns = YamlInt(d, "max_connections", source, 1, 1000000, c.http.max_connections);
   if (!conns.ok()) return conns.status();
   c.http.max_connections = static_cast<int>(*conns);
   auto starve = YamlInt(d, "starvation_threshold_seconds", source, 1, 30 * 86400,

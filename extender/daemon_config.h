@@ -9,7 +9,7 @@
 //     bind_window_ms: 4000         # below kube-scheduler's extender httpTimeout (5s)
 //     max_body_bytes: 67108864
 //     http_threads: 0              # 0 = min(4, max(2, cores)); verbs run on these threads
-//     max_connections: 1024
+//     max_connections: 16384        # > the largest gang: each member waits at bind on its own
 //     starvation_threshold_seconds: 600   # then GPUs are held for the oldest large gang
 //     hold_min_gpus: 64                   # only gangs this large get holds
 //     max_holds: 1

@@ -35,8 +35,10 @@ struct HttpServerOptions {
   // Server threads. Verbs run on them (a filter is CPU work, ~0.5 ms for 12,500 names), so more
   // than the cores the daemon gets only adds contention. 0 = min(4, max(2, hardware threads)).
   int threads = 0;
-  // Open connections beyond this are closed at once (kube-scheduler keeps a handful).
-  int max_connections = 1024;
+  // Open connections beyond this are closed at once. kube-scheduler opens one per pod in its
+  // binding cycle, and every member of a gang waits at the barrier on its own connection: this
+  // must exceed the largest gang's member count (the daemon raises its open-files limit to fit).
+  int max_connections = 16384;
 };
 
 struct HttpReply {

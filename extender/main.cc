@@ -15,6 +15,7 @@
 // Leadership lost (renewal failed past the renew deadline): fail held binds, exit 1.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -132,6 +133,22 @@ int Main(int argc, char** argv) {
     if (args->Has("grpc-insecure-agents")) grpc_options.allow_unauthenticated_agents = true;
   }
   // Block the stop signals in every thread; main waits for them with sigwait.
+  // Every gang member waits at the bind barrier on its own connection: a 2,000-member gang is
+  // 2,000 sockets. Take the whole hard limit of open files and say so if it is short.
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    if (nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    const rlim_t want = static_cast<rlim_t>(daemon.http.max_connections) + 256;
+    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < want) {
+      std::cerr << "topogangd: warning: open-files limit " << nofile.rlim_cur
+                << " is below http max_connections + 256 (" << want << "); gangs larger than ~"
+                << (nofile.rlim_cur > 256 ? nofile.rlim_cur - 256 : 0)
+                << " members cannot all wait at the bind barrier" << std::endl;
+    }
+  }
   sigset_t stop;
   sigemptyset(&stop);
   sigaddset(&stop, SIGTERM);

@@ -246,6 +246,40 @@ TEST(HttpServerTest, MalformedAndOversizedRequestsAreAnsweredAndTheServerLivesOn
   EXPECT_EQ(c.Read().status, 200);
 }
 
+TEST(HttpServerTest, ALargeGangWaitsAtTheBarrierOnOneConnectionPerMember) {
+  // kube-scheduler binds every member on its own connection and each waits at the barrier:
+  // 200 members = 200 open connections held until the last one arrives.
+  const int members = 200;
+  HttpServerOptions ho;
+  ho.max_connections = members + 10;
+  Server s(ho, 32);  // 256 GPUs
+  ASSERT_TRUE(s.started.ok());
+  RawConn filter(s.server->port());
+  std::vector<std::unique_ptr<RawConn>> binds;
+  std::vector<std::string> bodies;
+  for (int i = 0; i < members; ++i) {
+    const Json pod = MakePod(GangPod("wide", members, i, 1));
+    ASSERT_TRUE(filter.Send(Post("/filter", testing::FilterBody(pod, NodeNames(32)))));
+    auto f = ParseFilterResult(filter.Read().body);
+    ASSERT_TRUE(f.ok());
+    ASSERT_EQ(f->node_names.size(), 1u) << "member " << i;
+    bodies.push_back(
+        Post("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
+                                            pod["metadata"]["uid"], f->node_names[0]})));
+  }
+  for (int i = 0; i < members; ++i) {
+    binds.push_back(std::make_unique<RawConn>(s.server->port()));
+    ASSERT_TRUE(binds.back()->Send(bodies[i]));
+  }
+  for (int i = 0; i < members; ++i) {
+    auto r = binds[i]->Read();
+    ASSERT_EQ(r.status, 200) << "member " << i;
+    EXPECT_EQ(r.body, R"({"Error":""})") << "member " << i;
+  }
+  EXPECT_EQ(s.binder.Bindings().size(), static_cast<size_t>(members));
+  EXPECT_EQ(s.service.GetStats().running_gangs, 1);
+}
+
 TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosed) {
   HttpServerOptions ho;
   ho.max_connections = 2;
