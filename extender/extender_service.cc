@@ -296,9 +296,6 @@ FilterVerdicts ExtenderService::FilterNodes(const ExtenderArgs& args) {
       if (auto p = by_pod_.find(key); p != by_pod_.end() && p->second.first == id) {
         slot = p->second.second;
       }
-      auto offered = [&](const std::string& node) {
-        return std::find(args.names.begin(), args.names.end(), node) != args.names.end();
-      };
       if (slot < 0) {
         // The first free slot whose node kube-scheduler offered: look up only the free slots'
         // nodes (few) while scanning the offered names once.
@@ -334,16 +331,23 @@ FilterVerdicts ExtenderService::FilterNodes(const ExtenderArgs& args) {
       }
       if (!decided) {
         const std::string node = slot < static_cast<int>(nodes.size()) ? nodes[slot] : "";
-        if (!offered(node)) {
+        // One pass over the offered names: steer to the reserved node, or, when it was not
+        // offered, fail every node with that reason instead.
+        bool offered = false;
+        result = Split(
+            args,
+            [&](size_t i) {
+              bool match = args.names[i] == node;
+              offered |= match;
+              return match;
+            },
+            absl::StrCat("topogang: steered to ", node, e.multi ? " (gang " + id + ")" : ""),
+            /*unresolvable=*/true);
+        if (!offered) {
           result = FailAll(args,
                            absl::StrCat("topogang: this pod's GPUs are reserved on node ", node,
                                         ", which kube-scheduler did not offer"),
                            /*unresolvable=*/true);
-        } else {
-          result = Split(
-              args, [&](size_t i) { return args.names[i] == node; },
-              absl::StrCat("topogang: steered to ", node, e.multi ? " (gang " + id + ")" : ""),
-              /*unresolvable=*/true);
         }
       }
     }

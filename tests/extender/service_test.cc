@@ -164,6 +164,28 @@ TEST(ServiceTest, SixteenByEightGangBindsAllTogether) {
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
+TEST(ServiceTest, RetriedFilterWithoutTheReservedNodeFailsEveryNodeSayingSo) {
+  Fixture f(8);
+  const Json pod = MakePod(GangPod("g", 2, 0, 8));
+  const std::string node = f.FilterOne(pod);
+  ASSERT_FALSE(node.empty());
+  // kube-scheduler's own filters rejected the reserved node this time: nothing may pass.
+  std::vector<std::string> others;
+  for (const std::string& n : f.names) {
+    if (n != node) others.push_back(n);
+  }
+  ExtenderArgs args = MakeArgs(pod, others);
+  ExtenderFilterResult r = f.service.Filter(args);
+  ExpectCovers(args, r);
+  EXPECT_TRUE(r.node_names.empty());
+  ASSERT_EQ(r.failed_unresolvable.size(), others.size());
+  EXPECT_NE(r.failed_unresolvable[0].second.find("reserved on node " + node), std::string::npos)
+      << r.failed_unresolvable[0].second;
+  EXPECT_NE(r.failed_unresolvable[0].second.find("did not offer"), std::string::npos);
+  // Offered again: steered to it, as before.
+  EXPECT_EQ(f.FilterOne(pod), node);
+}
+
 TEST(ServiceTest, GangThatCannotFitFailsEveryNodeWithTheReason) {
   Fixture f(16);
   Json pod = MakePod(GangPod("huge", 17, 0, 8));
