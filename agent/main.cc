@@ -12,7 +12,7 @@
 #include "agent/agent_client.h"
 #include "agent/fake_source.h"
 #include "agent/nvml_source.h"
-#include "cli/args.h"
+#include "common/args.h"
 #include "common/file_util.h"
 
 namespace {
@@ -68,11 +68,10 @@ void FollowControlFile(const std::string& path, topogang::agent::FakeGpuSource* 
 
 int main(int argc, char** argv) {
   using namespace topogang;
-  auto args =
-      cli::ParseArgs(argc, argv, 1,
-                     {"server", "node", "token-file", "ca", "cert", "key", "tls-server-name",
-                      "fake-gpus", "fake-model", "fake-control", "fake-xid-after"},
-                     {"help", "discover"});
+  auto args = ParseArgs(argc, argv, 1,
+                        {"server", "node", "token-file", "ca", "cert", "key", "tls-server-name",
+                         "fake-gpus", "fake-model", "fake-control", "fake-xid-after"},
+                        {"help", "discover"});
   if (!args.ok()) {
     std::cerr << "topogang-agent: " << args.status().message() << "\n\n" << kHelp;
     return 2;

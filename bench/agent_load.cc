@@ -24,10 +24,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
-#include "cli/args.h"
+#include "api/grpc_server.h"
+#include "common/args.h"
 #include "config/loader.h"
-#include "extender/daemon_state.h"
-#include "extender/grpc_server.h"
+#include "daemon/daemon_state.h"
 #include "topogang/v1/agent.grpc.pb.h"
 #include "topogang/v1/placement.grpc.pb.h"
 
@@ -191,10 +191,10 @@ struct Percentiles {
 }  // namespace
 
 int main(int argc, char** argv) {
-  auto args = cli::ParseArgs(argc, argv, 1,
-                             {"agents", "interval-s", "measure-s", "window-s", "monitor-ms",
-                              "channels", "xids", "lost", "cluster"},
-                             {"help"});
+  auto args = ParseArgs(argc, argv, 1,
+                        {"agents", "interval-s", "measure-s", "window-s", "monitor-ms", "channels",
+                         "xids", "lost", "cluster"},
+                        {"help"});
   if (!args.ok() || args->Has("help")) {
     std::cerr << "usage: agent_load [--agents N] [--interval-s S] [--measure-s S] [--window-s S] "
                  "[--monitor-ms MS] [--channels C] [--xids K] [--lost L] [--cluster FILE]\n";

@@ -24,12 +24,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/args.h"
+#include "common/args.h"
+#include "common/free_port.h"
+#include "common/json_util.h"
 #include "config/loader.h"
+#include "daemon/metrics.h"
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
-#include "extender/json_util.h"
-#include "extender/metrics.h"
 #include "extender/wire_types.h"
 
 namespace topogang {
@@ -98,10 +99,10 @@ Json MakeNodeObject(const NodeInfo& n, const Cluster& c) {
 }
 
 int Main(int argc, char** argv) {
-  auto args = cli::ParseArgs(argc, argv, 1,
-                             {"cluster", "config", "mode", "names", "nodes", "requests",
-                              "concurrency", "warmup", "dump-body"},
-                             {"inproc"});
+  auto args = ParseArgs(argc, argv, 1,
+                        {"cluster", "config", "mode", "names", "nodes", "requests", "concurrency",
+                         "warmup", "dump-body"},
+                        {"inproc"});
   if (!args.ok()) {
     std::cerr << args.status().message() << "\n";
     return 2;
@@ -196,8 +197,9 @@ int Main(int argc, char** argv) {
   DaemonState state(GangScheduler(std::move(*cluster), loaded->config.scheduler), clock);
   MemoryBinder binder;
   DaemonMetrics metrics(&state);  // as in topogangd: every request is counted and timed
-  ExtenderService service(state, binder, ExtenderOptions{});
-  metrics.AttachService(&service);
+  GangLedger ledger(state, binder, GangLedgerOptions{});
+  ExtenderService service(ledger);
+  metrics.AttachLedger(&ledger);
   if (args->Has("inproc")) {
     // Same bodies, no HTTP: splits the cost into parse / verb logic / serialize.
     double parse_ms = 0, filter_ms = 0, ser_ms = 0;

@@ -14,9 +14,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "api/convert.h"
 #include "cli/placement_format.h"
 #include "common/file_util.h"
-#include "extender/grpc_convert.h"
 #include "scheduler/gang_file.h"
 #include "topogang/v1/placement.grpc.pb.h"
 

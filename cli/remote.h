@@ -3,7 +3,7 @@
 // Tables by default, --format json prints the protobuf response as JSON.
 #pragma once
 
-#include "cli/args.h"
+#include "common/args.h"
 
 namespace topogang::cli {
 

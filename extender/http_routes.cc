@@ -113,7 +113,7 @@ void ExtenderRoutes::Handle(absl::string_view method, absl::string_view target, 
     if (path == "/stats") {
       std::shared_lock<std::shared_mutex> alive(alive_mu_);
       if (!alive_) return reply(Text(503, "stopping"));
-      ExtenderService::Stats st = service_.GetStats();
+      GangLedger::Stats st = service_.ledger().GetStats();
       return reply(JsonReply(absl::StrCat("{\"reserved_gangs\":", st.reserved_gangs,
                                           ",\"running_gangs\":", st.running_gangs,
                                           ",\"held_binds\":", st.held_binds, "}")));

@@ -18,8 +18,8 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "daemon/metrics.h"
 #include "extender/extender_service.h"
-#include "extender/metrics.h"
 
 namespace topogang {
 

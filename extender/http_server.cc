@@ -274,22 +274,6 @@ void http_internal::ServerCore::Accept() {
   });
 }
 
-int PickFreePort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    socklen_t len = sizeof(addr);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) port = ntohs(addr.sin_port);
-  }
-  close(fd);
-  return port;
-}
-
 ExtenderHttpServer::ExtenderHttpServer(ExtenderService& service, HttpServerOptions options,
                                        DaemonMetrics* metrics)
     : service_(service), options_(std::move(options)) {
@@ -355,7 +339,7 @@ void ExtenderHttpServer::Stop() {
   });
   c.routes.Shutdown();
   // 2. Held binds get their failure reply before the connections close.
-  service_.FailHeldBinds("topogang is shutting down");
+  service_.ledger().FailHeldBinds("topogang is shutting down");
   {
     std::unique_lock<std::mutex> l(c.mu);
     c.cv.wait_for(l, std::chrono::seconds(2), [&] { return c.pending_replies == 0; });

@@ -45,7 +45,4 @@ class ExtenderHttpServer {
       core_;  // shared with connections, which may outlive Stop() briefly
 };
 
-// A free TCP port on 127.0.0.1 (bind to port 0 and read it back). For tests and the load tool.
-int PickFreePort();
-
 }  // namespace topogang

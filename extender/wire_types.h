@@ -13,7 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "extender/json_util.h"
+#include "common/json_util.h"
 
 namespace topogang {
 

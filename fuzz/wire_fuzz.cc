@@ -8,10 +8,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "extender/exec_credential.h"
-#include "extender/gang_labels.h"
-#include "extender/pod_info.h"
 #include "extender/wire_types.h"
+#include "k8s/gang_labels.h"
+#include "k8s/pod_info.h"
+#include "kube/exec_credential.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace topogang;

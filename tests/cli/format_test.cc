@@ -1,8 +1,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "cli/args.h"
 #include "cli/placement_format.h"
+#include "common/args.h"
 #include "scheduler/planner.h"
 #include "tests/test_util.h"
 

@@ -16,7 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "tests/extender/harness.h"
+#include "tests/support/harness.h"
 
 namespace topogang {
 namespace {
@@ -124,20 +124,23 @@ std::string Post(const std::string& path, const std::string& body,
 
 struct Server {
   explicit Server(HttpServerOptions ho = {}, int nodes = 8)
-      : state(GangScheduler(TestCluster(nodes)), clock), service(state, binder, eo()) {
+      : state(GangScheduler(TestCluster(nodes)), clock),
+        ledger(state, binder, eo()),
+        service(ledger) {
     ho.port = 0;  // the kernel picks
     ho.bind_address = "127.0.0.1";
     server = std::make_unique<ExtenderHttpServer>(service, ho);
     started = server->Start();
   }
-  static ExtenderOptions eo() {
-    ExtenderOptions o;
+  static GangLedgerOptions eo() {
+    GangLedgerOptions o;
     o.bind_window = absl::Seconds(30);  // binds stay held until the test says otherwise
     return o;
   }
   SystemClock clock;
   DaemonState state;
   MemoryBinder binder;
+  GangLedger ledger;
   ExtenderService service;
   std::unique_ptr<ExtenderHttpServer> server;
   absl::Status started;
@@ -277,7 +280,7 @@ TEST(HttpServerTest, ALargeGangWaitsAtTheBarrierOnOneConnectionPerMember) {
     EXPECT_EQ(r.body, R"({"Error":""})") << "member " << i;
   }
   EXPECT_EQ(s.binder.Bindings().size(), static_cast<size_t>(members));
-  EXPECT_EQ(s.service.GetStats().running_gangs, 1);
+  EXPECT_EQ(s.ledger.GetStats().running_gangs, 1);
 }
 
 TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosed) {
@@ -311,7 +314,7 @@ TEST(HttpServerTest, AStandbyReplicaRefusesVerbsUntilItLeads) {
   Json j = Json::parse(r.body);
   EXPECT_TRUE(absl::StrContains(j["Error"].get<std::string>(), "standby")) << r.body;
   EXPECT_TRUE(j["NodeNames"].empty());  // kube-scheduler fails the cycle on Error and retries
-  EXPECT_EQ(s.service.GetStats().reserved_gangs, 0);  // nothing reserved by a standby
+  EXPECT_EQ(s.ledger.GetStats().reserved_gangs, 0);  // nothing reserved by a standby
   ASSERT_TRUE(c.Send("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"));
   EXPECT_EQ(c.Read().status, 503);
   ASSERT_TRUE(c.Send(Post("/bind", SerializeBindingArgs({"g-0", "default", "u", "gpu-node-000"}))));
@@ -340,8 +343,8 @@ TEST(HttpServerTest, StopAnswersAHeldBindBeforeClosing) {
       c.Send(Post("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
                                                  pod["metadata"]["uid"], f->node_names[0]}))));
   // Wait until the service holds it (bounded), then stop the server from another thread.
-  for (int i = 0; i < 2000 && s.service.GetStats().held_binds == 0; ++i) usleep(1000);
-  ASSERT_EQ(s.service.GetStats().held_binds, 1);
+  for (int i = 0; i < 2000 && s.ledger.GetStats().held_binds == 0; ++i) usleep(1000);
+  ASSERT_EQ(s.ledger.GetStats().held_binds, 1);
   auto stopped = std::async(std::launch::async, [&] { s.server->Stop(); });
   auto r = c.Read();
   ASSERT_EQ(r.status, 200);

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "tests/extender/harness.h"
+#include "tests/support/harness.h"
 
 namespace topogang {
 namespace {
@@ -166,7 +166,7 @@ TEST(HttpTest, GangThatCannotFitFailsEveryNodeReadably) {
 }
 
 TEST(HttpTest, BarrierTimeoutFailsEveryWaitingBindAndReleases) {
-  ExtenderOptions eo;
+  GangLedgerOptions eo;
   eo.bind_window = absl::Milliseconds(300);
   eo.tick = absl::Milliseconds(20);
   Harness h(TestCluster(8), eo);

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "extender/extender_service.h"
-#include "tests/extender/service_util.h"
-#include "tests/extender/test_util.h"
+#include "tests/support/service_util.h"
+#include "tests/support/test_util.h"
 
 namespace topogang {
 namespace {
@@ -25,10 +25,11 @@ constexpr auto kWait = std::chrono::seconds(20);
 struct Fixture {
   explicit Fixture(int nodes = 32, absl::Duration window = absl::Seconds(10))
       : state(GangScheduler(TestCluster(nodes)), clock),
-        service(state, binder, Options(window)),
+        ledger(state, binder, Options(window)),
+        service(ledger),
         names(NodeNames(nodes)) {}
-  static ExtenderOptions Options(absl::Duration window) {
-    ExtenderOptions o;
+  static GangLedgerOptions Options(absl::Duration window) {
+    GangLedgerOptions o;
     o.bind_window = window;
     o.tick = absl::Milliseconds(20);
     return o;
@@ -69,6 +70,7 @@ struct Fixture {
   FakeClock clock;
   DaemonState state;
   MemoryBinder binder;
+  GangLedger ledger;
   ExtenderService service;
   std::vector<std::string> names;
 };
@@ -95,19 +97,19 @@ TEST(RegroupTest, FullyBoundGangIsOneRunningGangAfterRestart) {
     std::vector<PodInfo> pods;
     for (int i = 0; i < 4; ++i) pods.push_back(Member("train", 4, i, 8, NodeNames()[4 + i]));
     if (rebuild) {
-      ASSERT_TRUE(f.service.Rebuild(TestCluster(32), pods).ok());
+      ASSERT_TRUE(f.ledger.Rebuild(TestCluster(32), pods).ok());
     } else {
-      for (const PodInfo& p : pods) f.service.ObservePod(p);
+      for (const PodInfo& p : pods) f.ledger.ObservePod(p);
     }
     EXPECT_EQ(f.CoreGangs(), std::set<std::string>{"default/train"}) << "one gang, no singletons";
     GangState st = GangState::kReserved;
     EXPECT_EQ(f.Members("default/train", &st), 4);
     EXPECT_EQ(st, GangState::kRunning);
     EXPECT_EQ(f.UsedGpus(), 32);
-    EXPECT_EQ(f.service.GetStats().running_gangs, 1);
+    EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
     EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
     // The same pods seen again (a resync) change nothing.
-    for (const PodInfo& p : pods) f.service.ObservePod(p);
+    for (const PodInfo& p : pods) f.ledger.ObservePod(p);
     EXPECT_EQ(f.Members("default/train"), 4);
     EXPECT_EQ(f.UsedGpus(), 32);
     // Preempting any member would split the gang: every such node is refused.
@@ -126,8 +128,8 @@ TEST(RegroupTest, FullyBoundGangIsOneRunningGangAfterRestart) {
 
 TEST(RegroupTest, GangCaughtMidBindCompletesAfterRestart) {
   Fixture f;
-  f.service.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
-  f.service.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
+  f.ledger.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.ledger.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
   EXPECT_EQ(f.CoreGangs(), std::set<std::string>{"default/train"});
   EXPECT_EQ(f.UsedGpus(), 16);
   Json p2 = MakePod(GangPod("train", 4, 2, 8)), p3 = MakePod(GangPod("train", 4, 3, 8));
@@ -159,17 +161,17 @@ TEST(RegroupTest, GangCaughtMidBindCompletesAfterRestart) {
   EXPECT_EQ(st, GangState::kRunning);
   EXPECT_EQ(f.CoreGangs(), std::set<std::string>{"default/train"});
   // The watch then reports the pods we bound: nothing changes.
-  f.service.ObservePod(Member("train", 4, 2, 8, r2.node_names[0]));
-  f.service.ObservePod(Member("train", 4, 3, 8, r3.node_names[0]));
+  f.ledger.ObservePod(Member("train", 4, 2, 8, r2.node_names[0]));
+  f.ledger.ObservePod(Member("train", 4, 3, 8, r3.node_names[0]));
   EXPECT_EQ(f.UsedGpus(), 32);
-  EXPECT_EQ(f.service.GetStats().running_gangs, 1);
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
   EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
 }
 
 TEST(RegroupTest, MissingMembersThatCannotFitFailWithTheReason) {
   Fixture f(3);  // three nodes: two hold the bound members, one is left for two missing members
-  f.service.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
-  f.service.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
+  f.ledger.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.ledger.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
   ExtenderFilterResult r = f.Filter(MakePod(GangPod("train", 4, 2, 8)));
   EXPECT_TRUE(r.node_names.empty());
   ASSERT_EQ(r.failed_unresolvable.size(), 3u);
@@ -182,8 +184,8 @@ TEST(RegroupTest, MissingMembersThatCannotFitFailWithTheReason) {
 
 TEST(RegroupTest, BarrierExpiryKeepsTheBoundMembersRunning) {
   Fixture f(32, absl::Milliseconds(200));
-  f.service.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
-  f.service.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
+  f.ledger.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.ledger.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
   Json p2 = MakePod(GangPod("train", 4, 2, 8)), p3 = MakePod(GangPod("train", 4, 3, 8));
   ExtenderFilterResult r2 = f.Filter(p2);
   ASSERT_EQ(r2.node_names.size(), 1u);
@@ -203,8 +205,8 @@ TEST(RegroupTest, BarrierExpiryKeepsTheBoundMembersRunning) {
 
 TEST(RegroupTest, MissingMembersReservationExpiresByTtl) {
   Fixture f;
-  f.service.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
-  f.service.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
+  f.ledger.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.ledger.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
   Json p2 = MakePod(GangPod("train", 4, 2, 8));
   ASSERT_EQ(f.Filter(p2).node_names.size(), 1u);
   EXPECT_EQ(f.UsedGpus(), 32);
@@ -220,13 +222,13 @@ TEST(RegroupTest, MissingMembersReservationExpiresByTtl) {
 
 TEST(RegroupTest, DeletedMembersFreeTheirGpusAndTheLastReleasesTheGang) {
   Fixture f;
-  for (int i = 0; i < 4; ++i) f.service.ObservePod(Member("train", 4, i, 8, NodeNames()[i]));
+  for (int i = 0; i < 4; ++i) f.ledger.ObservePod(Member("train", 4, i, 8, NodeNames()[i]));
   EXPECT_EQ(f.UsedGpus(), 32);
-  f.service.PodDeleted(Member("train", 4, 1, 8, NodeNames()[1]));
+  f.ledger.PodDeleted(Member("train", 4, 1, 8, NodeNames()[1]));
   EXPECT_EQ(f.UsedGpus(), 24);
   EXPECT_EQ(f.Members("default/train"), 3) << "the gang keeps running with the others";
   EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
-  f.service.PodDeleted(Member("train", 4, 1, 8, NodeNames()[1]));  // seen twice: no change
+  f.ledger.PodDeleted(Member("train", 4, 1, 8, NodeNames()[1]));  // seen twice: no change
   EXPECT_EQ(f.UsedGpus(), 24);
   // A replacement for the deleted member is placed next to the survivors, in its old rack.
   Json repl = MakePod(GangPod("train", 4, 9, 8));
@@ -240,25 +242,25 @@ TEST(RegroupTest, DeletedMembersFreeTheirGpusAndTheLastReleasesTheGang) {
   // Members finish (terminal phase via the watch, or deletion); the last releases everything.
   PodInfo done = Member("train", 4, 0, 8, NodeNames()[0]);
   done.phase = "Succeeded";
-  f.service.ObservePod(done);
-  f.service.PodDeleted(Member("train", 4, 2, 8, NodeNames()[2]));
-  f.service.PodDeleted(Member("train", 4, 9, 8, r.node_names[0]));
+  f.ledger.ObservePod(done);
+  f.ledger.PodDeleted(Member("train", 4, 2, 8, NodeNames()[2]));
+  f.ledger.PodDeleted(Member("train", 4, 9, 8, r.node_names[0]));
   EXPECT_EQ(f.UsedGpus(), 8);
   EXPECT_EQ(f.Members("default/train"), 1);
-  f.service.PodDeleted(Member("train", 4, 3, 8, NodeNames()[3]));
+  f.ledger.PodDeleted(Member("train", 4, 3, 8, NodeNames()[3]));
   EXPECT_EQ(f.UsedGpus(), 0);
   EXPECT_TRUE(f.CoreGangs().empty());
-  EXPECT_EQ(f.service.GetStats().running_gangs, 0);
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 0);
   EXPECT_TRUE(f.SawEvent("release", "default/train"));
   EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
 }
 
 TEST(RegroupTest, MembersDisagreeingWithTheirGangStaySingletons) {
   Fixture f;
-  f.service.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
-  f.service.ObservePod(Member("train", 3, 1, 8, "gpu-node-001"));  // another size
-  f.service.ObservePod(Member("train", 4, 2, 4, "gpu-node-002"));  // other GPUs per member
-  f.service.ObservePod(Member("train", 4, 3, 8, "gpu-node-003"));
+  f.ledger.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.ledger.ObservePod(Member("train", 3, 1, 8, "gpu-node-001"));  // another size
+  f.ledger.ObservePod(Member("train", 4, 2, 4, "gpu-node-002"));  // other GPUs per member
+  f.ledger.ObservePod(Member("train", 4, 3, 8, "gpu-node-003"));
   EXPECT_EQ(f.CoreGangs(),
             (std::set<std::string>{"default/train", SingletonGangId("default", "train-1"),
                                    SingletonGangId("default", "train-2")}));
@@ -272,22 +274,22 @@ TEST(RegroupTest, MembersDisagreeingWithTheirGangStaySingletons) {
   args.victims["gpu-node-001"].uids = {"uid-train-1"};
   EXPECT_TRUE(f.service.Preempt(args).victims.empty());
   // Deleting everything leaks nothing.
-  f.service.PodDeleted(Member("train", 3, 1, 8, "gpu-node-001"));
-  f.service.PodDeleted(Member("train", 4, 2, 4, "gpu-node-002"));
-  f.service.PodDeleted(Member("train", 4, 0, 8, "gpu-node-000"));
-  f.service.PodDeleted(Member("train", 4, 3, 8, "gpu-node-003"));
+  f.ledger.PodDeleted(Member("train", 3, 1, 8, "gpu-node-001"));
+  f.ledger.PodDeleted(Member("train", 4, 2, 4, "gpu-node-002"));
+  f.ledger.PodDeleted(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.ledger.PodDeleted(Member("train", 4, 3, 8, "gpu-node-003"));
   EXPECT_EQ(f.UsedGpus(), 0);
   EXPECT_TRUE(f.CoreGangs().empty());
 }
 
 TEST(RegroupTest, MemberBoundElsewhereWhileReservedJoinsTheGang) {
   Fixture f;
-  f.service.ObservePod(Member("train", 3, 0, 8, "gpu-node-000"));
+  f.ledger.ObservePod(Member("train", 3, 0, 8, "gpu-node-000"));
   Json p1 = MakePod(GangPod("train", 3, 1, 8));
   ASSERT_EQ(f.Filter(p1).node_names.size(), 1u);
   EXPECT_EQ(f.UsedGpus(), 24);
   // Someone else binds member 1 somewhere else: the reservations go, the pod joins the gang.
-  f.service.ObservePod(Member("train", 3, 1, 8, "gpu-node-010"));
+  f.ledger.ObservePod(Member("train", 3, 1, 8, "gpu-node-010"));
   EXPECT_EQ(f.Members("default/train"), 2);
   EXPECT_EQ(f.UsedGpus(), 16);
   EXPECT_EQ(f.CoreGangs(), std::set<std::string>{"default/train"});
@@ -296,8 +298,8 @@ TEST(RegroupTest, MemberBoundElsewhereWhileReservedJoinsTheGang) {
 
 TEST(RegroupTest, PodBoundOutsideOntoAMissingMembersReservationIsAdopted) {
   Fixture f;
-  f.service.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
-  f.service.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
+  f.ledger.ObservePod(Member("train", 4, 0, 8, "gpu-node-000"));
+  f.ledger.ObservePod(Member("train", 4, 1, 8, "gpu-node-001"));
   Json p2 = MakePod(GangPod("train", 4, 2, 8));
   ASSERT_EQ(f.Filter(p2).node_names.size(), 1u);
   EXPECT_EQ(f.UsedGpus(), 32);
@@ -309,7 +311,7 @@ TEST(RegroupTest, PodBoundOutsideOntoAMissingMembersReservationIsAdopted) {
   other.node_name = "gpu-node-002";
   other.phase = "Running";
   other.gpus = 8;
-  f.service.ObservePod(other);
+  f.ledger.ObservePod(other);
   EXPECT_EQ(f.CoreGangs(),
             (std::set<std::string>{"default/train", SingletonGangId("default", "other")}));
   EXPECT_EQ(f.Members("default/train"), 2) << "bound members stay, the reservations yield";
@@ -328,13 +330,13 @@ TEST(RegroupTest, RebuildWhileMissingMembersWaitRegroupsAndStartsThemOver) {
   std::vector<PodInfo> pods = {Member("train", 4, 0, 8, "gpu-node-000"),
                                Member("train", 4, 1, 8, "gpu-node-001"),
                                Member("train", 4, 2, 8, ""), Member("train", 4, 3, 8, "")};
-  ASSERT_TRUE(f.service.Rebuild(TestCluster(32), pods).ok());
+  ASSERT_TRUE(f.ledger.Rebuild(TestCluster(32), pods).ok());
   Json p2 = MakePod(GangPod("train", 4, 2, 8)), p3 = MakePod(GangPod("train", 4, 3, 8));
   ExtenderFilterResult r2 = f.Filter(p2);
   ASSERT_EQ(r2.node_names.size(), 1u);
   auto held = f.Bind(p2, r2.node_names[0]);
   // The node set changes (here: the same nodes again) while member 2 waits at the barrier.
-  ASSERT_TRUE(f.service.Rebuild(TestCluster(32), pods).ok());
+  ASSERT_TRUE(f.ledger.Rebuild(TestCluster(32), pods).ok());
   ASSERT_EQ(held.wait_for(kWait), std::future_status::ready);
   EXPECT_NE(held.get(), "") << "the held bind fails and kube-scheduler retries it";
   EXPECT_EQ(f.CoreGangs(), std::set<std::string>{"default/train"});

@@ -7,8 +7,8 @@
 #include <set>
 
 #include "extender/extender_service.h"
-#include "tests/extender/service_util.h"
-#include "tests/extender/test_util.h"
+#include "tests/support/service_util.h"
+#include "tests/support/test_util.h"
 
 namespace topogang {
 namespace {
@@ -35,10 +35,11 @@ struct Fixture {
   explicit Fixture(int nodes = 100, absl::Duration window = absl::Seconds(10),
                    QueueOptions queue = {})
       : state(GangScheduler(TestCluster(nodes)), clock),
-        service(state, binder, Options(window, queue)),
+        ledger(state, binder, Options(window, queue)),
+        service(ledger),
         names(NodeNames(nodes)) {}
-  static ExtenderOptions Options(absl::Duration window, QueueOptions queue) {
-    ExtenderOptions o;
+  static GangLedgerOptions Options(absl::Duration window, QueueOptions queue) {
+    GangLedgerOptions o;
     o.bind_window = window;
     o.tick = absl::Milliseconds(20);
     o.queue = queue;
@@ -62,6 +63,7 @@ struct Fixture {
   FakeClock clock;
   DaemonState state;
   MemoryBinder binder;
+  GangLedger ledger;
   ExtenderService service;
   std::vector<std::string> names;
 };
@@ -361,7 +363,7 @@ TEST(ServiceTest, StarvedLargeGangGetsGpusHeldAgainstSmallOnes) {
   std::string nc = f.FilterOne(c);
   auto bc = f.Bind(c, nc);
   ASSERT_EQ(bc.wait_for(kWait), std::future_status::ready);
-  f.service.PodDeleted(Gone("c-0"));
+  f.ledger.PodDeleted(Gone("c-0"));
   // Past the threshold the big gang's GPUs are held: the next small gang is refused...
   f.clock.Advance(absl::Minutes(2));
   r = f.service.Filter(MakeArgs(b0, f.names));
@@ -370,7 +372,7 @@ TEST(ServiceTest, StarvedLargeGangGetsGpusHeldAgainstSmallOnes) {
   r = f.service.Filter(MakeArgs(d, f.names));
   EXPECT_TRUE(r.node_names.empty()) << "GPUs held for the starved gang are not offered";
   // ... and once the small running job ends, the big gang starts.
-  f.service.PodDeleted(Gone("a-0"));
+  f.ledger.PodDeleted(Gone("a-0"));
   std::set<std::string> nodes;
   for (int i = 0; i < 4; ++i) nodes.insert(f.FilterOne(MakePod(GangPod("big", 4, i, 8))));
   EXPECT_EQ(nodes.size(), 4u);

@@ -4,12 +4,12 @@
 
 #include <random>
 
-#include "extender/gang_labels.h"
-#include "extender/node_info.h"
-#include "extender/pod_info.h"
-#include "extender/quantity.h"
 #include "extender/wire_types.h"
-#include "tests/extender/test_util.h"
+#include "k8s/gang_labels.h"
+#include "k8s/node_info.h"
+#include "k8s/pod_info.h"
+#include "k8s/quantity.h"
+#include "tests/support/test_util.h"
 
 namespace topogang {
 namespace {

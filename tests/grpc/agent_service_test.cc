@@ -3,8 +3,8 @@
 // driven by the FakeClock.
 #include <gmock/gmock.h>
 
-#include "extender/grpc_health_policy.h"
-#include "extender/grpc_identity.h"
+#include "api/identity.h"
+#include "scheduler/gpu_health_policy.h"
 #include "tests/grpc/grpc_test_env.h"
 #include "topogang/v1/agent.grpc.pb.h"
 

@@ -1,6 +1,6 @@
 // daemon.grpc config section -> GrpcServerOptions: defaults, a full section, and errors with
 // positions.
-#include "extender/grpc_config.h"
+#include "api/grpc_config.h"
 
 #include <gmock/gmock.h>
 

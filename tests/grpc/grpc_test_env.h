@@ -13,11 +13,10 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "api/grpc_server.h"
 #include "config/loader.h"
-#include "extender/daemon_state.h"
-#include "extender/grpc_server.h"
+#include "daemon/daemon_state.h"
 #include "scheduler/clock.h"
-
 #include "tests/test_util.h"  // SourceDir(), BinDir()
 
 namespace topogang::testing {

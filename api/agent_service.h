@@ -1,0 +1,70 @@
+// topogang.v1.AgentService: node agents register their GPUs and stream heartbeats and GPU
+// events. Callback API, so 10k+ idle agent streams cost no threads. Fatal events flip the GPU's
+// health bit in the DaemonState at once (with the core's re-planning); the HeartbeatMonitor
+// handles silence.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "api/heartbeat_monitor.h"
+#include "api/identity.h"
+#include "daemon/daemon_state.h"
+#include "topogang/v1/agent.grpc.pb.h"
+
+namespace topogang {
+
+struct AgentServiceOptions {
+  absl::Duration heartbeat_interval = absl::Seconds(10);
+  std::set<uint32_t> fatal_xids;
+};
+
+// What the daemon knows about one node's agent.
+struct AgentRecord {
+  std::string agent_version, driver_version;
+  int reported_gpus = 0;
+  std::map<int, std::string> uuid_by_index;
+  std::set<int> missing;  // GPUs the model has but the agent did not report (marked faulty)
+  std::map<int, std::string> faults;  // GPUs marked faulty by agent events, with the reason
+};
+
+class AgentServiceImpl final : public ::topogang::v1::AgentService::CallbackService {
+ public:
+  AgentServiceImpl(DaemonState& state, HeartbeatMonitor& monitor, const Authenticator& auth,
+                   AgentServiceOptions options);
+
+  grpc::ServerUnaryReactor* Register(grpc::CallbackServerContext* ctx,
+                                     const v1::RegisterRequest* req,
+                                     v1::RegisterResponse* resp) override;
+  grpc::ServerBidiReactor<v1::HealthReport, v1::HealthAck>* ReportHealth(
+      grpc::CallbackServerContext* ctx) override;
+
+  // The logic, separate from the reactors so tests and the stream share it.
+  grpc::Status DoRegister(const grpc::ServerContextBase& ctx, const v1::RegisterRequest& req,
+                          v1::RegisterResponse* resp);
+  // `node` is the stream's node: empty before the first report, then fixed.
+  grpc::Status DoReport(const grpc::ServerContextBase& ctx, std::string* node,
+                        const v1::HealthReport& report, v1::HealthAck* ack);
+
+  bool Registered(absl::string_view node) const;
+  size_t active_streams() const { return active_streams_.load(); }
+
+ private:
+  class HealthStream;
+  grpc::Status HandleGpuEvent(absl::string_view node, const v1::GpuEvent& ev, v1::HealthAck* ack);
+
+  DaemonState& state_;
+  HeartbeatMonitor& monitor_;
+  const Authenticator& auth_;
+  const AgentServiceOptions options_;
+  mutable std::mutex mu_;
+  absl::flat_hash_map<std::string, AgentRecord> agents_;
+  std::atomic<size_t> active_streams_{0};
+};
+
+}  // namespace topogang

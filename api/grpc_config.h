@@ -1,0 +1,27 @@
+// The `daemon.grpc` section of the config file -> GrpcServerOptions, for topogangd's main:
+//
+//   daemon:
+//     grpc:
+//       address: 0.0.0.0:9090
+//       tls: {cert: /tls/tls.crt, key: /tls/tls.key, client_ca: /tls/ca.crt,
+//             require_client_cert: true}
+//       token_file: /secrets/agent-tokens     # "TOKEN NODE" / "TOKEN @admin" lines
+//       allow_unauthenticated_agents: false
+//       heartbeat_interval_seconds: 10
+//       heartbeat_window_seconds: 30
+//       monitor_period_ms: 1000
+//       max_receive_bytes: 1048576
+//       fatal_xids: [48, 61, 62, 64, 74, 79, 94, 95, 119, 120, 140]
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include "absl/status/statusor.h"
+#include "api/grpc_server.h"
+
+namespace topogang {
+
+// `grpc` may be undefined (defaults). Unknown keys and bad values are errors with positions.
+absl::StatusOr<GrpcServerOptions> ParseGrpcConfig(const YAML::Node& grpc, absl::string_view source);
+
+}  // namespace topogang

@@ -1,0 +1,83 @@
+// Starts topogangd's gRPC front end (PlacementService + AgentService + the heartbeat monitor)
+// on the shared DaemonState. topogangd's main and the in-process tests both use this.
+#pragma once
+
+#include <grpcpp/server.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "api/agent_service.h"
+#include "api/heartbeat_monitor.h"
+#include "api/identity.h"
+#include "api/placement_service.h"
+#include "daemon/daemon_state.h"
+
+namespace topogang {
+
+struct GrpcTlsOptions {
+  std::string cert_file;  // server certificate chain (PEM); empty = plaintext
+  std::string key_file;   // its private key (PEM)
+  // CA bundle (PEM) that client certificates must chain to; non-empty = mutual TLS.
+  std::string client_ca_file;
+  // With client_ca_file: refuse connections without a client certificate. false lets token-only
+  // clients (the CLI) in while agents still present certificates.
+  bool require_client_cert = true;
+};
+
+struct GrpcServerOptions {
+  std::string address = "127.0.0.1:0";  // host:port; port 0 = chosen by the OS
+  GrpcTlsOptions tls;
+  std::string token_file;  // "TOKEN NODE" / "TOKEN @admin" lines (grpc_identity.h)
+  TokenFile tokens;        // merged with token_file (for tests and embedding)
+  // Accept agents that present neither a certificate nor a token. For plaintext demos and tests
+  // only: any caller could then report for any node.
+  bool allow_unauthenticated_agents = false;
+  absl::Duration heartbeat_interval = absl::Seconds(10);
+  absl::Duration heartbeat_window = absl::Seconds(30);
+  // How often the monitor thread checks for silent agents; 0 = window / 10, at least 100 ms.
+  // run_monitor_thread=false leaves it to the caller (tests call monitor().CheckNow()).
+  absl::Duration monitor_period = absl::ZeroDuration();
+  bool run_monitor_thread = true;
+  int max_receive_bytes = 1 << 20;  // larger requests get RESOURCE_EXHAUSTED
+  std::set<uint32_t> fatal_xids;    // empty = DefaultFatalXids()
+};
+
+class GrpcServer {
+ public:
+  ~GrpcServer();
+  int port() const { return port_; }
+  HeartbeatMonitor& monitor() { return *monitor_; }
+  AgentServiceImpl& agents() { return *agent_; }
+  // Ends streams (WatchDecisions within ~100 ms, agent streams at once), stops the monitor,
+  // and waits for handlers. Idempotent.
+  void Shutdown();
+
+ private:
+  friend absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState&,
+                                                                     const GrpcServerOptions&);
+  GrpcServer() = default;
+  void MonitorLoop(absl::Duration period);
+
+  int port_ = 0;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<HeartbeatMonitor> monitor_;
+  std::unique_ptr<PlacementServiceImpl> placement_;
+  std::unique_ptr<AgentServiceImpl> agent_;
+  std::unique_ptr<grpc::Server> server_;
+  std::thread monitor_thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+};
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState& state,
+                                                            const GrpcServerOptions& options);
+
+}  // namespace topogang

@@ -1,0 +1,246 @@
+#include "api/placement_service.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "api/convert.h"
+#include "api/explain.h"
+#include "scheduler/planner.h"
+
+namespace topogang {
+
+namespace {
+
+constexpr int kMaxDryRunGangs = 1000;
+constexpr int kMaxDrainedNodes = 100000;
+constexpr absl::Duration kWatchPoll = absl::Milliseconds(100);
+
+grpc::Status Invalid(absl::string_view msg) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(msg));
+}
+
+}  // namespace
+
+grpc::Status PlacementServiceImpl::DryRun(grpc::ServerContext*, const v1::DryRunRequest* req,
+                                          v1::DryRunResponse* resp) {
+  if (req->gangs_size() == 0) return Invalid("dry run needs at least one gang");
+  if (req->gangs_size() > kMaxDryRunGangs) {
+    return Invalid(
+        absl::StrCat("dry run takes at most ", kMaxDryRunGangs, " gangs, got ", req->gangs_size()));
+  }
+  if (req->drained_nodes_size() > kMaxDrainedNodes) return Invalid("too many drained_nodes");
+  std::vector<GangSpec> gangs;
+  for (int i = 0; i < req->gangs_size(); ++i) {
+    auto g = GangFromProto(req->gangs(i));
+    if (!g.ok()) return Invalid(absl::StrCat("gangs[", i, "]: ", g.status().message()));
+    gangs.push_back(*std::move(g));
+  }
+  // Plan on a private copy: the live state is never touched, and the lock is held only for
+  // the copy.
+  Cluster c = state_.With([](GangScheduler& s) { return s.cluster(); });
+  for (const std::string& name : req->drained_nodes()) {
+    int n = c.FindNode(name);
+    if (n < 0) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("drained_nodes: unknown node '", name.substr(0, 253), "'"));
+    }
+    c.SetNodeCordoned(n, true);
+  }
+  resp->set_free_healthy_gpus(c.FreeHealthy(0));
+  resp->set_total_gpus(c.num_gpus());
+  for (const GangSpec& g : gangs) {
+    v1::DryRunResult* r = resp->add_results();
+    r->set_gang(g.name);
+    absl::StatusOr<Placement> p = Planner(c).Plan(g);
+    if (!p.ok()) {
+      if (p.status().code() != absl::StatusCode::kResourceExhausted) {
+        return Invalid(absl::StrCat("gang '", g.name, "': ", p.status().message()));
+      }
+      r->set_fits(false);
+      r->set_no_fit_reason(std::string(p.status().message()));
+      continue;
+    }
+    r->set_fits(true);
+    PlacementToProto(c, *p, r->mutable_placement());
+    std::vector<int> gpus = p->Gpus();
+    if (absl::Status s = c.Allocate(gpus); !s.ok()) {
+      return grpc::Status(grpc::StatusCode::INTERNAL, std::string(s.message()));
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PlacementServiceImpl::Explain(grpc::ServerContext*, const v1::ExplainRequest* req,
+                                           v1::ExplainResponse* resp) {
+  if (req->gang().empty() && req->spec().name().empty()) {
+    return Invalid("explain needs a gang name or a spec");
+  }
+  if (req->gang().size() > 253) return Invalid("gang name longer than 253 bytes");
+  if (req->max_domains_per_tier() < 0 || req->max_domains_per_tier() > 100) {
+    return Invalid("max_domains_per_tier must be 0..100");
+  }
+  const int max_rejected = req->max_domains_per_tier() ? req->max_domains_per_tier() : 5;
+  const std::string name = req->gang().empty() ? req->spec().name() : req->gang();
+  // Copy what we need under the lock, explain outside it.
+  std::optional<GangRecord> held;
+  Cluster c = state_.With([&](GangScheduler& s) {
+    if (const GangRecord* r = s.Find(name)) held = *r;
+    return s.cluster();
+  });
+  resp->set_gang(name);
+  GangSpec spec;
+  if (held) {
+    resp->set_held(true);
+    spec = held->spec;
+    resp->set_state(GangStateToProto(held->state));
+    PlacementToProto(c, held->placement, resp->mutable_placement());
+    // Explain as if its GPUs were free again, so the tiers show where it could be now.
+    (void)c.Release(held->placement.Gpus());
+  } else {
+    if (!req->has_spec() || req->spec().name().empty()) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("the daemon holds no gang '", name,
+                                       "'; pass its spec to explain where it could go"));
+    }
+    auto g = GangFromProto(req->spec());
+    if (!g.ok()) return Invalid(g.status().message());
+    spec = *std::move(g);
+  }
+  ExplainGang(c, spec, max_rejected, resp);
+  const v1::Placement& pl = resp->placement();
+  std::string summary;
+  if (held) {
+    summary = absl::StrCat("gang ", name, " is ", GangStateName(held->state), " on ",
+                           pl.nodes_size(), " nodes within ", pl.tier(), " ", pl.domain(), " (",
+                           static_cast<int>(pl.bandwidth_gbps()), " Gb/s per GPU, ",
+                           pl.leftover_gpus(), " GPUs left in that domain). ");
+  }
+  const char* as_if = held ? "With its own GPUs freed, a fresh plan" : "A plan now";
+  if (resp->would_fit_now()) {
+    const v1::TierExplanation* narrowest = nullptr;
+    for (const auto& t : resp->tiers()) {
+      if (t.allowed() && t.domains_that_fit() > 0) {
+        narrowest = &t;
+        break;
+      }
+    }
+    absl::StrAppend(&summary, as_if, " fits",
+                    narrowest ? absl::StrCat("; the narrowest tier with room is ",
+                                             narrowest->tier(), " (", narrowest->best_domain(), ")")
+                              : "",
+                    ".");
+  } else {
+    absl::StrAppend(&summary, as_if, " does not fit: ", resp->no_fit_reason());
+  }
+  resp->set_summary(summary);
+  return grpc::Status::OK;
+}
+
+grpc::Status PlacementServiceImpl::GetGang(grpc::ServerContext*, const v1::GetGangRequest* req,
+                                           v1::Gang* resp) {
+  if (req->gang().empty() || req->gang().size() > 253)
+    return Invalid("gang name must be 1..253 bytes");
+  bool found = state_.With([&](GangScheduler& s) {
+    const GangRecord* r = s.Find(req->gang());
+    if (r) GangRecordToProto(s.cluster(), *r, resp);
+    return r != nullptr;
+  });
+  if (!found) {
+    return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                        absl::StrCat("the daemon holds no gang '", req->gang(), "'"));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PlacementServiceImpl::ListGangs(grpc::ServerContext*, const v1::ListGangsRequest* req,
+                                             v1::ListGangsResponse* resp) {
+  if (!v1::GangState_IsValid(req->state())) return Invalid("unknown gang state");
+  state_.With([&](GangScheduler& s) {
+    for (const auto& [name, r] : s.gangs()) {
+      const v1::GangState st = GangStateToProto(r.state);
+      if (req->state() != v1::GANG_STATE_UNSPECIFIED && req->state() != st) continue;
+      GangRecordToProto(s.cluster(), r, resp->add_gangs());
+    }
+  });
+  return grpc::Status::OK;
+}
+
+grpc::Status PlacementServiceImpl::ListReservations(grpc::ServerContext*,
+                                                    const v1::ListReservationsRequest*,
+                                                    v1::ListReservationsResponse* resp) {
+  state_.With([&](GangScheduler& s) {
+    for (const auto& [name, r] : s.gangs()) {
+      if (r.state == GangState::kReserved)
+        GangRecordToProto(s.cluster(), r, resp->add_reservations());
+    }
+  });
+  std::stable_sort(resp->mutable_reservations()->begin(), resp->mutable_reservations()->end(),
+                   [](const v1::Gang& a, const v1::Gang& b) {
+                     return a.expires_at_unix_ms() < b.expires_at_unix_ms();
+                   });
+  return grpc::Status::OK;
+}
+
+grpc::Status PlacementServiceImpl::WatchDecisions(grpc::ServerContext* ctx,
+                                                  const v1::WatchDecisionsRequest* req,
+                                                  grpc::ServerWriter<v1::DecisionEvent>* writer) {
+  if (req->after_seq() < 0) return Invalid("after_seq must be >= 0");
+  int64_t after = req->from_now() ? state_.LastSeq() : req->after_seq();
+  // Tell the client the watch is live (and from which point) before the first event.
+  writer->SendInitialMetadata();
+  // Poll in short slices so a client cancel or a server stop ends the stream promptly.
+  while (!stopping_ && !ctx->IsCancelled()) {
+    const absl::Time deadline = absl::Now() + kWatchPoll;
+    std::vector<DecisionEvent> events = state_.WaitEvents(after, deadline);
+    if (events.empty() && absl::Now() < deadline - absl::Milliseconds(5)) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "daemon is shutting down");
+    }
+    for (const DecisionEvent& e : events) {
+      v1::DecisionEvent pe;
+      EventToProto(e, &pe);
+      if (!writer->Write(pe)) return grpc::Status::CANCELLED;
+      after = e.seq;
+    }
+  }
+  if (stopping_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "daemon is shutting down");
+  return grpc::Status::CANCELLED;
+}
+
+grpc::Status PlacementServiceImpl::SetDrain(grpc::ServerContext* ctx, const v1::DrainRequest* req,
+                                            bool drain, v1::NodeHealth* resp) {
+  if (grpc::Status s = auth_.AuthorizeAdmin(*ctx); !s.ok()) return s;
+  if (req->node().empty() || req->node().size() > 253)
+    return Invalid("node name must be 1..253 bytes");
+  if (drain && req->reason().empty()) return Invalid("drain needs a reason");
+  if (req->reason().size() > 256) return Invalid("reason longer than 256 bytes");
+  absl::Status s = state_.SetNodeHealth(req->node(), HealthSource::kAdminDrain, drain,
+                                        drain ? req->reason() : "");
+  if (!s.ok()) return ToGrpcStatus(s);
+  const uint8_t mask = state_.NodeHealthSources(req->node());
+  resp->set_node(req->node());
+  resp->set_healthy(mask == 0);
+  for (HealthSource src :
+       {HealthSource::kKubeCordon, HealthSource::kKubeTaint, HealthSource::kKubeNotReady,
+        HealthSource::kAdminDrain, HealthSource::kAgentLost}) {
+    if (mask & static_cast<uint8_t>(src)) resp->add_sources(HealthSourceName(src));
+  }
+  if (mask) resp->set_reason(state_.NodeHealthReason(req->node()));
+  resp->set_free_healthy_gpus(state_.With([&](GangScheduler& sc) {
+    int n = sc.cluster().FindNode(req->node());
+    return n < 0 ? 0 : sc.cluster().NodeFreeHealthy(n);
+  }));
+  return grpc::Status::OK;
+}
+
+grpc::Status PlacementServiceImpl::Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req,
+                                         v1::NodeHealth* resp) {
+  return SetDrain(ctx, req, true, resp);
+}
+
+grpc::Status PlacementServiceImpl::Undrain(grpc::ServerContext* ctx, const v1::DrainRequest* req,
+                                           v1::NodeHealth* resp) {
+  return SetDrain(ctx, req, false, resp);
+}
+
+}  // namespace topogang

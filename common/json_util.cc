@@ -1,0 +1,126 @@
+#include "common/json_util.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace topogang {
+
+absl::StatusOr<Json> ParseJson(absl::string_view text) {
+  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) {
+    // Re-parse with exceptions only to get a position for the message (rare path).
+    try {
+      Json ignored = Json::parse(text.begin(), text.end());
+      (void)ignored;
+    } catch (const Json::exception& e) {
+      return absl::InvalidArgumentError(absl::StrCat("invalid JSON: ", e.what()));
+    }
+    return absl::InvalidArgumentError("invalid JSON");
+  }
+  return j;
+}
+
+const Json* GoField(const Json& obj, absl::string_view key) {
+  if (!obj.is_object()) return nullptr;
+  const Json* folded = nullptr;
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const std::string& k = it.key();
+    if (k.size() != key.size()) continue;
+    if (k == key) return it->is_null() ? nullptr : &*it;
+    if (folded == nullptr && absl::EqualsIgnoreCase(k, key)) folded = &*it;
+  }
+  return folded != nullptr && folded->is_null() ? nullptr : folded;
+}
+
+namespace {
+absl::Status WrongType(absl::string_view what, absl::string_view want, const Json& got) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": expected ", want, ", got ", got.type_name()));
+}
+}  // namespace
+
+absl::StatusOr<std::string> JsonString(const Json& obj, absl::string_view key,
+                                       absl::string_view what) {
+  const Json* v = GoField(obj, key);
+  if (v == nullptr) return std::string();
+  if (!v->is_string()) return WrongType(what, "a string", *v);
+  return v->get<std::string>();
+}
+
+absl::StatusOr<bool> JsonBool(const Json& obj, absl::string_view key, absl::string_view what) {
+  const Json* v = GoField(obj, key);
+  if (v == nullptr) return false;
+  if (!v->is_boolean()) return WrongType(what, "a boolean", *v);
+  return v->get<bool>();
+}
+
+absl::StatusOr<int64_t> JsonInt(const Json& obj, absl::string_view key, absl::string_view what) {
+  const Json* v = GoField(obj, key);
+  if (v == nullptr) return int64_t{0};
+  if (v->is_number_integer() && !v->is_number_unsigned()) return v->get<int64_t>();
+  if (v->is_number_unsigned()) {
+    uint64_t u = v->get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": integer out of range"));
+    }
+    return static_cast<int64_t>(u);
+  }
+  return WrongType(what, "an integer", *v);
+}
+
+absl::StatusOr<const Json*> JsonObject(const Json& obj, absl::string_view key,
+                                       absl::string_view what) {
+  const Json* v = GoField(obj, key);
+  if (v != nullptr && !v->is_object()) return WrongType(what, "an object", *v);
+  return v;
+}
+
+absl::StatusOr<const Json*> JsonArray(const Json& obj, absl::string_view key,
+                                      absl::string_view what) {
+  const Json* v = GoField(obj, key);
+  if (v != nullptr && !v->is_array()) return WrongType(what, "an array", *v);
+  return v;
+}
+
+std::string DumpJson(const Json& j) {
+  // Replace invalid UTF-8 instead of throwing: names come from outside.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+void AppendJsonString(std::string* out, absl::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  size_t run = 0;  // start of the pending run of characters that need no escaping
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default: {
+        char esc[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+        out->append(esc, 6);
+      }
+    }
+  }
+  out->append(s.data() + run, s.size() - run);
+  out->push_back('"');
+}
+
+}  // namespace topogang

@@ -1,0 +1,202 @@
+// The gang ledger: which pod holds which slot of which gang's reservation, the bind barrier, and
+// the reconciliation of that ledger with what the API server says (pods observed, deleted, the
+// node set rebuilt, bound pods regrouped into their gangs). It speaks no wire format: the
+// extender verbs (extender/) and the Kubernetes sync (kube/) are thin adapters over it.
+//
+// Implementation files, by concern: gang_ledger.cc (entries, worker, expiry), ledger_filter.cc,
+// ledger_bind.cc (the barrier), ledger_reconcile.cc (API server truth), ledger_regroup.cc.
+//
+// Gang flow. The first member to reach filter plans and reserves the whole gang (all-or-nothing,
+// through an Admission policy). Each member pod then holds one slot of that reservation, keyed by
+// pod UID, so a retried filter for the same pod gets the same node; filter passes only that node
+// and prioritize gives it 10. Bind holds each member's reply (a callback, no thread blocked)
+// until every member has reached bind, then binds them all through the Binder and commits the
+// gang; if the window expires first every held bind fails and the reservation is released.
+//
+// Locking: mu_ (the ledger) is always taken before DaemonState's lock, never after.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+#include "daemon/binder.h"
+#include "daemon/daemon_state.h"
+#include "k8s/gang_labels.h"
+#include "k8s/pod_info.h"
+#include "scheduler/admission.h"
+
+namespace topogang {
+
+struct GangLedgerOptions {
+  std::string gpu_resource = "nvidia.com/gpu";
+  // How long held binds wait for the rest of the gang. Must stay below kube-scheduler's extender
+  // httpTimeout (5s by default) or the scheduler gives up on the first members first.
+  absl::Duration bind_window = absl::Seconds(4);
+  // How often the worker checks barrier windows and reservation TTLs.
+  absl::Duration tick = absl::Milliseconds(100);
+  // Gang queue (backfill, holds for starved large gangs) used by the default admission.
+  QueueOptions queue;
+};
+
+// Something worth telling users about, turned into a Kubernetes Event in cluster mode.
+struct GangNotice {
+  std::string type;    // "Normal" or "Warning"
+  std::string reason;  // GangReserved, GangBound, GangExpired, GangBindFailed, GangUnschedulable
+  std::string gang;
+  std::string message;
+  std::vector<PodBinding> pods;  // involved pods (name, namespace, uid)
+};
+
+// The answer to a held bind: "" when the pod was bound, otherwise why not.
+using BindCallback = std::function<void(const std::string& error)>;
+
+// What filter decided for one pod, independent of how the verb writes it per node.
+struct FilterDecision {
+  enum class Kind {
+    kPassAll,  // no GPUs and no gang: topogang has no opinion
+    kSteer,    // only `node` passes; every other node fails with `reason`
+    kFailAll,  // every node fails with `reason`
+  };
+  Kind kind = Kind::kPassAll;
+  std::string node;
+  std::string reason;
+  bool unresolvable = false;  // preemption cannot help (kube-scheduler skips these nodes)
+  std::string error;          // set: the verb answers with this Error too
+};
+
+class GangLedger {
+ public:
+  GangLedger(DaemonState& state, Binder& binder, GangLedgerOptions options,
+             std::unique_ptr<Admission> admission = nullptr);
+  ~GangLedger();  // fails every held bind, stops the worker
+  GangLedger(const GangLedger&) = delete;
+  GangLedger& operator=(const GangLedger&) = delete;
+
+  // `offered` are the nodes that passed kube-scheduler's own filters for this pod.
+  FilterDecision Filter(const PodInfo& pod, const std::vector<std::string>& offered);
+  // The node this pod's slot is reserved on, "" when it holds none.
+  std::string ReservedNode(const PodInfo& pod) const;
+  // `done` is called exactly once, from this thread or the worker.
+  void Bind(const PodBinding& binding, BindCallback done);
+  // True when the pod (by UID) is a member of a gang of more than one pod: evicting it alone
+  // would break the gang.
+  bool InMultiPodGang(const std::string& uid) const;
+
+  // --- Cluster sync (kube mode) ---------------------------------------------------------------
+  // A pod as the API server sees it now. Bound GPU pods that topogang did not bind are adopted
+  // (their GPUs are taken out of the model); terminal pods give their GPUs back.
+  //
+  // Regrouping. A bound pod whose labels name a multi-pod gang is adopted INTO that gang (one
+  // ledger entry and one running core gang, grown member by member), so a restart or failover
+  // keeps gangs whole for replacement proposals, preemption and the gRPC views. If the gang has
+  // fewer bound pods than its size (a restart mid-bind), the first missing member to filter
+  // reserves GPUs for all the missing ones next to the bound ones (all-or-nothing) and they bind
+  // through the barrier, which then waits only for them. Members of a regrouped gang give their
+  // GPUs back one by one as their pods go; the gang is released with its last pod. Pods that
+  // disagree with their gang (size, GPUs, tier) are adopted alone, with an "adopt" warning.
+  void ObservePod(const PodInfo& pod);
+  void PodDeleted(const PodInfo& pod);
+  // Replaces the model with `cluster` (a new node set): adopts every bound pod, then re-plans the
+  // reservations of gangs still waiting. Bound pods never lose their GPUs.
+  absl::Status Rebuild(Cluster cluster, const std::vector<PodInfo>& pods);
+
+  void SetNotify(std::function<void(const GangNotice&)> notify);
+  // Fails every held bind now (shutdown: the HTTP server must answer them before it closes).
+  void FailHeldBinds(const std::string& why);
+
+  struct Stats {
+    int reserved_gangs = 0;
+    int running_gangs = 0;
+    int held_binds = 0;
+  };
+  Stats GetStats() const;
+
+  const GangLedgerOptions& options() const { return options_; }
+
+ private:
+  struct Member {
+    std::string key;  // pod UID, or namespace/name when the UID is empty
+    PodBinding pod;
+    bool assigned = false;
+    bool bound = false;
+    bool gone = false;  // deleted or terminal (running gangs)
+    BindCallback held;  // set while this member waits at the barrier
+  };
+  struct Entry {
+    GangSpec spec;
+    bool multi = false;  // a real gang (size > 1) as opposed to a gang of one
+    // Regrouped from pods found bound (see ObservePod): slot i is core member i, members free
+    // their GPUs one by one, and running=false means GPUs are reserved for missing members.
+    bool adopted = false;
+    bool running = false;
+    bool binding = false;  // barrier opened; bindings in flight
+    std::vector<Member> slots;
+    std::optional<absl::Time> barrier_deadline;  // real time
+    std::optional<absl::Time> fill_deadline;     // clock time: missing members' reservation TTL
+  };
+  using Job = std::function<void()>;
+
+  void WorkerLoop();
+  void Enqueue(Job job);
+  void Notify(GangNotice n);
+  // Drops ledger entries whose reservation the core no longer has (re-plan failed, TTL), failing
+  // their held binds. Returns the callbacks to fail (called outside the lock).
+  void SyncWithCoreLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
+  // The same for one gang (the hot path touches only the gang it serves).
+  void SyncOneLocked(const std::string& id,
+                     std::vector<std::pair<BindCallback, std::string>>* fail);
+  void DropEntryLocked(const std::string& id, const std::string& why, bool release_core,
+                       std::vector<std::pair<BindCallback, std::string>>* fail);
+  std::vector<std::string> SlotNodesLocked(const std::string& id) const;
+  void CompleteBarrier(const std::string& id);
+  std::optional<std::string> AdoptBoundLocked(const PodInfo& pod);
+  // Adopts `pod` into its multi-pod gang; nullopt when it joined, otherwise why it cannot (the
+  // caller adopts it alone). Sets *error when the pod cannot be adopted at all.
+  std::optional<std::string> AdoptIntoGangLocked(const PodInfo& pod, const GangMembership& gang,
+                                                 std::optional<std::string>* error);
+  // Takes GPUs for a bound pod on its node, displacing reservations there if it must.
+  absl::StatusOr<MemberPlacement> TakeBoundGpusLocked(const PodInfo& pod);
+  // Adopted gang: reserves GPUs next to the bound members for every missing member, or none.
+  absl::Status ReserveMissingLocked(const std::string& id, Entry& e);
+  // Adopted gang: gives back the reservations of members not bound (barrier or TTL expired, or
+  // the cluster changed), keeping the bound ones running; drops the entry if none is left.
+  void ShrinkToBoundLocked(const std::string& id, const std::string& why,
+                           std::vector<std::pair<BindCallback, std::string>>* fail);
+  void ExpireFillsLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
+  static std::string PodKey(absl::string_view uid, absl::string_view ns, absl::string_view name);
+
+  DaemonState& state_;
+  Binder& binder_;
+  const GangLedgerOptions options_;
+  std::unique_ptr<Admission> admission_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, Entry> gangs_;
+  absl::flat_hash_map<std::string, std::pair<std::string, int>> by_pod_;  // key -> gang, slot
+  std::set<std::string> pending_;   // ids of gangs reserved but not yet running
+  std::set<std::string> barriers_;  // ids whose barrier window is open (may hold stale ids)
+  std::set<std::string> fills_;     // adopted gangs with reserved missing members (may be stale)
+  absl::flat_hash_set<std::string> passthrough_;  // pods seen in filter without GPUs or gang
+  std::function<void(const GangNotice&)> notify_;
+
+  std::mutex jobs_mu_;
+  std::condition_variable jobs_cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  std::thread worker_;
+};
+
+}  // namespace topogang

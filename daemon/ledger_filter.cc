@@ -1,0 +1,249 @@
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/gang_ledger.h"
+#include "daemon/ledger_util.h"
+
+namespace topogang {
+namespace {
+
+std::string GangLabel(const GangSpec& g, bool multi) {
+  if (!multi) return absl::StrCat("pod (", g.gpus_per_member, " GPUs)");
+  return absl::StrCat("gang ", g.name, " (", g.members, " pods x ", g.gpus_per_member, " GPUs)");
+}
+
+// Best fit for a gang of one among the offered nodes: the node with the fewest free healthy GPUs
+// that still holds the pod, so whole nodes stay free for large gangs.
+absl::Status ReserveBestOffered(GangScheduler& s, const GangSpec& spec,
+                                const std::vector<std::string>& names, absl::Time now) {
+  const Cluster& c = s.cluster();
+  int best = -1, best_free = 0;
+  for (const std::string& name : names) {
+    int n = c.FindNode(name);
+    if (n < 0) continue;
+    int f = c.NodeFreeHealthy(n);
+    if (f >= spec.gpus_per_member && (best < 0 || f < best_free)) {
+      best = n;
+      best_free = f;
+    }
+  }
+  if (best < 0) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no offered node has ", spec.gpus_per_member, " free healthy GPUs"));
+  }
+  Placement p;
+  MemberPlacement m;
+  m.node = best;
+  const NodeInfo& ni = c.node(best);
+  for (int g = ni.gpu_begin;
+       g < ni.gpu_begin + ni.gpus && static_cast<int>(m.gpus.size()) < spec.gpus_per_member; ++g) {
+    if (c.IsUsable(g)) m.gpus.push_back(g);
+  }
+  p.members.push_back(std::move(m));
+  return s.Adopt(spec, std::move(p), GangState::kReserved, now);
+}
+
+FilterDecision FailAll(std::string reason, bool unresolvable) {
+  FilterDecision d;
+  d.kind = FilterDecision::Kind::kFailAll;
+  d.reason = std::move(reason);
+  d.unresolvable = unresolvable;
+  return d;
+}
+
+FilterDecision ErrorResult(const std::string& error) {
+  FilterDecision d = FailAll("topogang: " + error, /*unresolvable=*/true);
+  d.error = error;
+  return d;
+}
+
+}  // namespace
+
+FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::string>& offered) {
+  auto membership = ParseGangMembership(pod.namespace_, pod.labels, pod.annotations);
+  if (!membership.ok()) {
+    return ErrorResult(absl::StrCat("pod ", pod.Key(), ": ", membership.status().message()));
+  }
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  if (!membership->has_value() && pod.gpus == 0) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (passthrough_.size() > 100000) passthrough_.clear();
+      passthrough_.insert(key);
+    }
+    return FilterDecision{};
+  }
+  if (pod.gpus == 0) {
+    return ErrorResult(absl::StrCat("pod ", pod.Key(), " is in gang ", (*membership)->id,
+                                    " but requests no ", options_.gpu_resource,
+                                    "; gang members must request GPUs"));
+  }
+  const bool multi = membership->has_value() && (*membership)->size > 1;
+  GangSpec spec;
+  if (membership->has_value()) {
+    spec = (*membership)->ToSpec(static_cast<int>(pod.gpus));
+  } else {
+    spec.name = SingletonGangId(pod.namespace_, pod.name);
+    spec.members = 1;
+    spec.gpus_per_member = static_cast<int>(pod.gpus);
+  }
+  const std::string id = spec.name;
+  FailList fails;
+  FilterDecision result;
+  bool decided = false;
+  std::optional<GangNotice> notice;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SyncOneLocked(id, &fails);
+    if (fills_.contains(id)) ExpireFillsLocked(&fails);
+    auto it = gangs_.find(id);
+    if (it != gangs_.end()) {
+      const GangSpec& have = it->second.spec;
+      if (have.members != spec.members || have.gpus_per_member != spec.gpus_per_member ||
+          have.required_tier != spec.required_tier || have.slice.members != spec.slice.members ||
+          have.slice.tier != spec.slice.tier) {
+        decided = true;
+        result = ErrorResult(absl::StrCat(
+            "pod ", pod.Key(), " says gang ", id, " is ", spec.members, " pods x ",
+            spec.gpus_per_member, " GPUs", spec.required_tier.empty() ? "" : " within one ",
+            spec.required_tier, ", but its members so far say ", have.members, " pods x ",
+            have.gpus_per_member, " GPUs", have.required_tier.empty() ? "" : " within one ",
+            have.required_tier, "; all members must carry the same values"));
+      }
+    } else {
+      absl::Time now = state_.clock().Now();
+      absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+        auto r = admission_->Admit(s, spec, now);
+        if (!r.ok() || multi) return r.status();
+        // A gang of one needs its node among those kube-scheduler offered (its own filters may
+        // have rejected the planner's pick); otherwise take the best fit among the offered.
+        const Cluster& c = s.cluster();
+        int planned = (*r)->placement.members[0].node;
+        for (const std::string& n : offered) {
+          if (n == c.node(planned).name) return absl::OkStatus();
+        }
+        (void)s.Release(id);
+        return ReserveBestOffered(s, spec, offered, now);
+      });
+      if (!st.ok()) {
+        std::string reason = absl::StrCat("topogang: ", GangLabel(spec, multi),
+                                          " cannot be placed now: ", st.message());
+        // A gang of one may still fit after preempting on one node; a real gang cannot be made
+        // to fit node by node, so its nodes are unresolvable for preemption.
+        result = FailAll(reason, /*unresolvable=*/multi);
+        decided = true;
+        state_.Publish({0, {}, "unschedulable", id, "", std::string(st.message())});
+      } else {
+        Entry e;
+        e.spec = spec;
+        e.multi = multi;
+        e.slots.resize(spec.members);
+        it = gangs_.emplace(id, std::move(e)).first;
+        pending_.insert(id);
+        std::vector<std::string> nodes = SlotNodesLocked(id);
+        std::vector<std::string> distinct = nodes;
+        std::sort(distinct.begin(), distinct.end());
+        distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+        state_.Publish({0,
+                        {},
+                        "reserve",
+                        id,
+                        distinct.size() == 1 ? distinct[0] : "",
+                        absl::StrCat(spec.members, "x", spec.gpus_per_member, " GPUs on ",
+                                     distinct.size(), " nodes")});
+        if (multi) {
+          notice = GangNotice{"Normal",
+                              "GangReserved",
+                              id,
+                              absl::StrCat("topogang reserved ", spec.total_gpus(), " GPUs on ",
+                                           distinct.size(), " nodes for ", GangLabel(spec, multi)),
+                              {PodBinding{pod.name, pod.namespace_, pod.uid, ""}}};
+        }
+      }
+    }
+    if (!decided && it != gangs_.end() && it->second.adopted && !it->second.binding) {
+      // A gang found partly bound (restart mid-bind): its missing members get GPUs next to the
+      // bound ones, all of them or none.
+      auto p = by_pod_.find(key);
+      if (p == by_pod_.end() || p->second.first != id) {
+        if (absl::Status st = ReserveMissingLocked(id, it->second); !st.ok()) {
+          int bound = 0;
+          for (const Member& m : it->second.slots) bound += m.bound && !m.gone ? 1 : 0;
+          result =
+              FailAll(absl::StrCat("topogang: ", GangLabel(it->second.spec, true), " has ", bound,
+                                   " members running; its missing members cannot be "
+                                   "placed next to them now: ",
+                                   st.message()),
+                      /*unresolvable=*/true);
+          decided = true;
+          state_.Publish({0, {}, "unschedulable", id, "", std::string(st.message())});
+        }
+      }
+    }
+    if (!decided && it != gangs_.end()) {
+      Entry& e = it->second;
+      std::vector<std::string> nodes = SlotNodesLocked(id);
+      int slot = -1;
+      if (auto p = by_pod_.find(key); p != by_pod_.end() && p->second.first == id) {
+        slot = p->second.second;
+      }
+      if (slot < 0) {
+        // The first free slot whose node kube-scheduler offered: look up only the free slots'
+        // nodes (few) while scanning the offered names once.
+        absl::flat_hash_map<absl::string_view, int> wanted;
+        int free_slots = 0;
+        for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
+          if (e.slots[i].assigned || i >= static_cast<int>(nodes.size())) continue;
+          ++free_slots;
+          wanted.emplace(nodes[i], i);  // keeps the lowest slot per node
+        }
+        for (const std::string& n : offered) {
+          auto w = wanted.find(n);
+          if (w != wanted.end() && (slot < 0 || w->second < slot)) slot = w->second;
+        }
+        if (slot < 0) {
+          std::string reason =
+              free_slots == 0
+                  ? absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
+                                 " already has a pod for every member; this pod is one too many")
+                  : absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
+                                 " holds GPUs on nodes that kube-scheduler did not offer for this "
+                                 "pod (its own filters rejected them, or percentageOfNodesToScore "
+                                 "is below 100)");
+          result = FailAll(reason, /*unresolvable=*/true);
+          decided = true;
+        } else {
+          Member& m = e.slots[slot];
+          m.assigned = true;
+          m.key = key;
+          m.pod = PodBinding{pod.name, pod.namespace_, pod.uid, nodes[slot]};
+          by_pod_[key] = {id, slot};
+        }
+      }
+      if (!decided) {
+        const std::string node = slot < static_cast<int>(nodes.size()) ? nodes[slot] : "";
+        // The verb passes only `node`; when kube-scheduler did not offer it, it fails every
+        // node instead (FilterDecision::kSteer).
+        result.kind = FilterDecision::Kind::kSteer;
+        result.node = node;
+        result.reason =
+            absl::StrCat("topogang: steered to ", node, e.multi ? " (gang " + id + ")" : "");
+        result.unresolvable = true;
+      }
+    }
+  }
+  RunFails(fails);
+  if (notice) Notify(*notice);
+  return result;
+}
+
+std::string GangLedger::ReservedNode(const PodInfo& pod) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto p = by_pod_.find(PodKey(pod.uid, pod.namespace_, pod.name));
+  if (p == by_pod_.end()) return "";
+  std::vector<std::string> nodes = SlotNodesLocked(p->second.first);
+  return p->second.second < static_cast<int>(nodes.size()) ? nodes[p->second.second] : "";
+}
+
+}  // namespace topogang

@@ -1,0 +1,226 @@
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/gang_ledger.h"
+#include "daemon/ledger_util.h"
+
+namespace topogang {
+
+absl::StatusOr<MemberPlacement> GangLedger::TakeBoundGpusLocked(const PodInfo& pod) {
+  // Take free GPUs on its node; if reservations hold them, those reservations yield (the API
+  // server is the truth: the pod runs there) and are re-planned on their next filter.
+  std::vector<std::string> displaced;
+  auto attempt = [&] {
+    return state_.With([&](GangScheduler& s) -> absl::StatusOr<MemberPlacement> {
+      const Cluster& c = s.cluster();
+      int n = c.FindNode(pod.node_name);
+      if (n < 0) return absl::NotFoundError("node not in the GPU model");
+      auto pick = [&]() {
+        std::vector<int> g;
+        const NodeInfo& ni = c.node(n);
+        for (int i = ni.gpu_begin;
+             i < ni.gpu_begin + ni.gpus && static_cast<int>(g.size()) < pod.gpus; ++i) {
+          if (c.IsFree(i)) g.push_back(i);
+        }
+        return g;
+      };
+      std::vector<int> gpus = pick();
+      if (static_cast<int>(gpus.size()) < pod.gpus) {
+        for (const auto& [gid, rec] : s.gangs()) {
+          if (rec.state != GangState::kReserved) continue;
+          for (const MemberPlacement& mp : rec.placement.members) {
+            if (mp.node == n) {
+              displaced.push_back(gid);
+              break;
+            }
+          }
+        }
+        for (const std::string& gid : displaced) s.Release(gid).IgnoreError();
+        gpus = pick();
+      }
+      if (static_cast<int>(gpus.size()) < pod.gpus) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("node ", pod.node_name, " has only ", gpus.size(), " free GPUs"));
+      }
+      return MemberPlacement{n, std::move(gpus)};
+    });
+  };
+  auto placed = attempt();
+  FailList ignored;
+  if (!placed.ok() && placed.status().code() == absl::StatusCode::kResourceExhausted) {
+    // Regrouped gangs' reservations for missing members yield too (their bound members stay).
+    std::vector<std::string> yield;
+    state_.With([&](GangScheduler& s) {
+      int n = s.cluster().FindNode(pod.node_name);
+      for (const std::string& id : fills_) {
+        auto it = gangs_.find(id);
+        const GangRecord* rec = s.Find(id);
+        if (it == gangs_.end() || it->second.binding || rec == nullptr) continue;
+        const auto& members = rec->placement.members;
+        for (size_t i = 0; i < members.size() && i < it->second.slots.size(); ++i) {
+          if (members[i].node == n && !it->second.slots[i].bound) {
+            yield.push_back(id);
+            break;
+          }
+        }
+      }
+      return 0;
+    });
+    for (const std::string& id : yield) {
+      ShrinkToBoundLocked(id, "topogang: reservation displaced by a pod bound outside topogang",
+                          &ignored);
+    }
+    if (!yield.empty()) placed = attempt();
+  }
+  for (const std::string& gid : displaced) {
+    DropEntryLocked(gid, "topogang: reservation displaced by a pod bound outside topogang", false,
+                    &ignored);
+  }
+  if (!ignored.empty()) {
+    // Callbacks must not run under mu_; hand them to the worker.
+    auto shared = std::make_shared<FailList>(std::move(ignored));
+    Enqueue([shared] { RunFails(*shared); });
+  }
+  return placed;
+}
+
+void GangLedger::ObservePod(const PodInfo& pod) {
+  if (pod.Terminal()) {
+    PodDeleted(pod);
+    return;
+  }
+  if (pod.node_name.empty() || pod.gpus == 0) return;
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto p = by_pod_.find(key); p != by_pod_.end()) {
+    const std::string id = p->second.first;
+    Entry& e = gangs_.at(id);
+    Member& m = e.slots[p->second.second];
+    if (m.bound || e.binding) return;  // ours
+    // Bound by someone else while we held a slot for it: fall through to adopt, dropping ours.
+    FailList fails;
+    if (e.adopted) {
+      // Its gang's bound members keep running; only the reservations go.
+      ShrinkToBoundLocked(id, "topogang: a member of the gang was bound outside topogang", &fails);
+    } else {
+      DropEntryLocked(id, "pod was bound outside topogang", true, &fails);
+    }
+    auto shared = std::make_shared<FailList>(std::move(fails));
+    Enqueue([shared] { RunFails(*shared); });
+  }
+  if (auto err = AdoptBoundLocked(pod)) {
+    state_.Publish(
+        {0, {}, "adopt-failed", SingletonGangId(pod.namespace_, pod.name), pod.node_name, *err});
+  }
+}
+
+void GangLedger::PodDeleted(const PodInfo& pod) {
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  std::lock_guard<std::mutex> lock(mu_);
+  passthrough_.erase(key);
+  auto p = by_pod_.find(key);
+  if (p == by_pod_.end()) return;
+  const std::string id = p->second.first;
+  const int slot = p->second.second;
+  Entry& e = gangs_.at(id);
+  if (!e.running && !e.adopted) return;  // pending gangs are cleaned up by the barrier / TTL
+  Member& m = e.slots[slot];
+  if (e.adopted) {
+    // A member still to bind: its reservation goes with the barrier or the TTL.
+    if (!m.bound) return;
+    // Regrouped gangs were singletons before; like them, a member's GPUs come back with its pod,
+    // and its slot is free again: a replacement pod filters next to the surviving members.
+    state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
+    by_pod_.erase(key);
+    m = Member{};
+  } else {
+    m.gone = true;
+  }
+  bool all_gone = std::all_of(e.slots.begin(), e.slots.end(),
+                              [](const Member& x) { return x.gone || !x.bound; });
+  if (all_gone) {
+    FailList fails;
+    DropEntryLocked(id, "topogang: every running member of the gang is gone; filter again",
+                    /*release_core=*/true, &fails);
+    state_.Publish({0, {}, "release", id, "", "every member pod finished or was deleted"});
+    if (!fails.empty()) {
+      auto shared = std::make_shared<FailList>(std::move(fails));
+      Enqueue([shared] { RunFails(*shared); });
+    }
+  }
+}
+
+absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& pods) {
+  FailList fails;
+  absl::Status result = absl::OkStatus();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Pending gangs survive a rebuild (their pods keep their slots); running ones are rebuilt
+    // from what the API server says is bound.
+    std::map<std::string, Entry> pending;
+    for (auto& [id, e] : gangs_) {
+      if (e.adopted) {
+        // Regrouped again from the pod list below; its missing members filter again.
+        for (Member& m : e.slots) {
+          if (m.held) {
+            fails.emplace_back(std::move(m.held),
+                               "topogang: the cluster changed while the gang's missing members "
+                               "waited to bind; retry");
+          }
+        }
+        continue;
+      }
+      if (!e.running) pending.emplace(id, std::move(e));
+    }
+    gangs_.clear();
+    by_pod_.clear();
+    pending_.clear();
+    fills_.clear();
+    GangScheduler fresh(std::move(cluster),
+                        state_.With([](GangScheduler& s) { return s.options(); }));
+    state_.ReplaceScheduler(std::move(fresh));
+    for (const PodInfo& p : pods) {
+      if (p.Terminal() || p.node_name.empty() || p.gpus == 0) continue;
+      if (auto err = AdoptBoundLocked(p)) {
+        state_.Publish(
+            {0, {}, "adopt-failed", SingletonGangId(p.namespace_, p.name), p.node_name, *err});
+      }
+    }
+    for (auto& [id, e] : pending) {
+      absl::Time now = state_.clock().Now();
+      absl::Status st =
+          state_.With([&](GangScheduler& s) { return admission_->Admit(s, e.spec, now).status(); });
+      if (!st.ok()) {
+        for (Member& m : e.slots) {
+          if (m.held) {
+            fails.emplace_back(std::move(m.held),
+                               absl::StrCat("topogang: the cluster changed and gang ", id,
+                                            " no longer fits: ", st.message()));
+          }
+        }
+        state_.Publish({0, {}, "drop", id, "", std::string(st.message())});
+        continue;
+      }
+      state_.Publish({0, {}, "replan", id, "", "re-planned after the node set changed"});
+      for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
+        // A held bind names the old node; fail it so the pod re-filters to its new slot.
+        Member& m = e.slots[i];
+        if (m.held) {
+          fails.emplace_back(std::move(m.held),
+                             "topogang: the cluster changed and the gang was re-planned; retry");
+          m.held = nullptr;
+        }
+        if (m.assigned) by_pod_[m.key] = {id, i};
+      }
+      e.barrier_deadline.reset();
+      e.binding = false;
+      pending_.insert(id);
+      gangs_.emplace(id, std::move(e));
+    }
+  }
+  RunFails(fails);
+  return result;
+}
+
+}  // namespace topogang

@@ -1,0 +1,231 @@
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "daemon/gang_ledger.h"
+#include "daemon/ledger_util.h"
+
+namespace topogang {
+
+std::optional<std::string> GangLedger::AdoptIntoGangLocked(const PodInfo& pod,
+                                                           const GangMembership& gang,
+                                                           std::optional<std::string>* error) {
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  const GangSpec spec = gang.ToSpec(static_cast<int>(pod.gpus));
+  const std::string& id = spec.name;
+  auto it = gangs_.find(id);
+  if (it != gangs_.end()) {
+    Entry& e = it->second;
+    const GangSpec& have = e.spec;
+    if (!e.adopted) {
+      return absl::StrCat("gang ", id, " is already tracked as one topogang placed itself");
+    }
+    if (have.members != spec.members || have.gpus_per_member != spec.gpus_per_member ||
+        have.required_tier != spec.required_tier || have.slice.members != spec.slice.members ||
+        have.slice.tier != spec.slice.tier) {
+      return absl::StrCat("pod says gang ", id, " is ", spec.members, " pods x ",
+                          spec.gpus_per_member, " GPUs, but its bound members say ", have.members,
+                          " pods x ", have.gpus_per_member, " GPUs (or another tier/slice)");
+    }
+    if (e.binding) return absl::StrCat("gang ", id, " is binding its missing members right now");
+    if (!e.running) {
+      // Missing members hold reservations, but this pod was bound elsewhere: the API server
+      // wins; give the reservations back and let the others filter again.
+      FailList fails;
+      ShrinkToBoundLocked(id,
+                          absl::StrCat("topogang: a member of gang ", id,
+                                       " was bound outside topogang; filter again"),
+                          &fails);
+      if (!fails.empty()) {
+        auto shared = std::make_shared<FailList>(std::move(fails));
+        Enqueue([shared] { RunFails(*shared); });
+      }
+      it = gangs_.find(id);
+      if (it == gangs_.end()) return AdoptIntoGangLocked(pod, gang, error);
+    }
+  }
+  int slot = 0;
+  if (it != gangs_.end()) {
+    const std::vector<Member>& slots = it->second.slots;
+    while (slot < static_cast<int>(slots.size()) && slots[slot].assigned) ++slot;
+    if (slot == static_cast<int>(slots.size())) {
+      return absl::StrCat("gang ", id, " already has ", slots.size(), " bound pods");
+    }
+  }
+  auto placed = TakeBoundGpusLocked(pod);
+  if (!placed.ok()) {
+    *error = std::string(placed.status().message());
+    return std::nullopt;
+  }
+  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+    if (it == gangs_.end()) {
+      Placement p;
+      p.members.push_back(*placed);
+      return s.Adopt(spec, std::move(p), GangState::kRunning, state_.clock().Now(),
+                     /*require_healthy=*/false);
+    }
+    return s.AdoptMember(id, slot, *placed, /*require_healthy=*/false);
+  });
+  if (!st.ok()) {
+    *error = std::string(st.message());
+    return std::nullopt;
+  }
+  if (it == gangs_.end()) {
+    Entry e;
+    e.spec = spec;
+    e.multi = true;
+    e.adopted = true;
+    e.running = true;
+    e.slots.resize(spec.members);
+    it = gangs_.emplace(id, std::move(e)).first;
+  }
+  Member& mem = it->second.slots[slot];
+  mem.key = key;
+  mem.assigned = mem.bound = true;
+  mem.pod = {pod.name, pod.namespace_, pod.uid, pod.node_name};
+  by_pod_[key] = {id, slot};
+  return std::nullopt;
+}
+
+std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  const std::string id = SingletonGangId(pod.namespace_, pod.name);
+  auto m = ParseGangMembership(pod.namespace_, pod.labels, pod.annotations);
+  const bool multi = m.ok() && m->has_value() && (*m)->size > 1;
+  if (multi) {
+    std::optional<std::string> error;
+    std::optional<std::string> disagree = AdoptIntoGangLocked(pod, **m, &error);
+    if (!disagree) return error;
+    // The pod runs whatever its labels say: adopt it alone, as a member of no gang.
+    state_.Publish({0,
+                    {},
+                    "adopt",
+                    (*m)->id,
+                    pod.node_name,
+                    absl::StrCat("pod ", pod.namespace_, "/", pod.name,
+                                 " adopted alone, not into its gang: ", *disagree)});
+  }
+  auto placed = TakeBoundGpusLocked(pod);
+  if (!placed.ok()) return std::string(placed.status().message());
+  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+    GangSpec spec;
+    spec.name = id;
+    spec.gpus_per_member = static_cast<int>(pod.gpus);
+    Placement p;
+    p.members.push_back(*placed);
+    return s.Adopt(spec, std::move(p), GangState::kRunning, state_.clock().Now(),
+                   /*require_healthy=*/false);
+  });
+  if (!st.ok()) return std::string(st.message());
+  Entry e;
+  e.spec.name = id;
+  e.spec.gpus_per_member = static_cast<int>(pod.gpus);
+  e.multi = multi;
+  e.running = true;
+  Member mem;
+  mem.key = key;
+  mem.assigned = mem.bound = true;
+  mem.pod = {pod.name, pod.namespace_, pod.uid, pod.node_name};
+  e.slots.push_back(std::move(mem));
+  gangs_[id] = std::move(e);
+  by_pod_[key] = {id, 0};
+  return std::nullopt;
+}
+
+absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e) {
+  std::vector<int> missing;
+  absl::Time now = state_.clock().Now();
+  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+    const GangRecord* rec = s.Find(id);
+    if (rec == nullptr) return absl::InternalError("the gang's running members are not recorded");
+    const auto& members = rec->placement.members;
+    std::vector<int> anchors;
+    for (const MemberPlacement& mp : members) {
+      if (mp.node >= 0) anchors.push_back(mp.node);
+    }
+    for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
+      if (e.slots[i].assigned) continue;
+      if (i < static_cast<int>(members.size()) && members[i].node >= 0) continue;  // reserved
+      missing.push_back(i);
+    }
+    if (missing.empty()) return absl::OkStatus();
+    auto near = s.planner().PlanNear(e.spec, static_cast<int>(missing.size()), anchors);
+    if (!near.ok()) return near.status();
+    if (near->size() != missing.size()) return absl::InternalError("planner returned too few");
+    for (size_t k = 0; k < missing.size(); ++k) {
+      absl::Status a = s.AdoptMember(id, missing[k], (*near)[k]);
+      if (!a.ok()) {
+        for (size_t j = 0; j < k; ++j) s.ReleaseMember(id, missing[j]).IgnoreError();
+        return a;
+      }
+    }
+    return absl::OkStatus();
+  });
+  if (!st.ok() || missing.empty()) return st;
+  e.running = false;
+  e.fill_deadline = now + state_.With([](GangScheduler& s) { return s.options().reservation_ttl; });
+  fills_.insert(id);
+  state_.Publish({0,
+                  {},
+                  "reserve",
+                  id,
+                  "",
+                  absl::StrCat(missing.size(), "x", e.spec.gpus_per_member,
+                               " GPUs for the missing members of a gang found partly bound")});
+  return absl::OkStatus();
+}
+
+void GangLedger::ShrinkToBoundLocked(const std::string& id, const std::string& why,
+                                     FailList* fail) {
+  auto it = gangs_.find(id);
+  if (it == gangs_.end() || !it->second.adopted) return;
+  Entry& e = it->second;
+  bool any_running = false;
+  state_.With([&](GangScheduler& s) {
+    const GangRecord* rec = s.Find(id);
+    const int size = rec == nullptr ? 0 : static_cast<int>(rec->placement.members.size());
+    for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
+      Member& m = e.slots[i];
+      if (m.bound) {
+        any_running |= !m.gone;
+        continue;
+      }
+      if (m.held) fail->emplace_back(std::move(m.held), why);
+      if (m.assigned) by_pod_.erase(m.key);
+      m = Member{};
+      if (i < size && rec->placement.members[i].node >= 0) s.ReleaseMember(id, i).IgnoreError();
+    }
+    return 0;
+  });
+  e.running = true;
+  e.binding = false;
+  e.barrier_deadline.reset();
+  e.fill_deadline.reset();
+  fills_.erase(id);
+  if (!any_running) {
+    DropEntryLocked(id, why, /*release_core=*/true, fail);
+    state_.Publish({0, {}, "release", id, "", "no member pod of the gang is running"});
+  }
+}
+
+void GangLedger::ExpireFillsLocked(FailList* fail) {
+  absl::Time now = state_.clock().Now();
+  for (auto f = fills_.begin(); f != fills_.end();) {
+    const std::string id = *f++;
+    auto it = gangs_.find(id);
+    if (it == gangs_.end() || it->second.running || !it->second.fill_deadline) {
+      fills_.erase(id);
+      continue;
+    }
+    const Entry& e = it->second;
+    // An open barrier has its own (shorter) window.
+    if (e.binding || e.barrier_deadline || *e.fill_deadline > now) continue;
+    ShrinkToBoundLocked(id,
+                        absl::StrCat("topogang: the missing members of gang ", id,
+                                     " did not reach bind before their reservation expired"),
+                        fail);
+    state_.Publish({0, {}, "expire", id, "", "missing members' reservation TTL passed"});
+  }
+}
+
+}  // namespace topogang

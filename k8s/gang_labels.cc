@@ -1,0 +1,132 @@
+#include "k8s/gang_labels.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace topogang {
+namespace {
+
+// The value of `key` from labels or annotations; both set and different is an error.
+absl::StatusOr<std::string> Lookup(const std::map<std::string, std::string>& labels,
+                                   const std::map<std::string, std::string>& annotations,
+                                   const char* key) {
+  auto l = labels.find(key);
+  auto a = annotations.find(key);
+  if (l != labels.end() && a != annotations.end() && l->second != a->second) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "label ", key, "=\"", l->second, "\" disagrees with annotation \"", a->second, "\""));
+  }
+  if (l != labels.end()) return l->second;
+  if (a != annotations.end()) return a->second;
+  return std::string();
+}
+
+bool ValidName(absl::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s) {
+    if (!(absl::ascii_isalnum(c) || c == '-' || c == '_' || c == '.')) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<int> StrictCount(absl::string_view key, absl::string_view v, int max) {
+  if (v.empty() || v.size() > 9) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, "=\"", v.substr(0, 32), "\": expected an integer in [1, ", max, "]"));
+  }
+  int n = 0;
+  for (char c : v) {
+    if (!absl::ascii_isdigit(c)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, "=\"", v.substr(0, 32), "\": expected an integer in [1, ", max, "]"));
+    }
+    n = n * 10 + (c - '0');
+  }
+  if (n < 1 || n > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(key, "=", n, ": expected an integer in [1, ", max, "]"));
+  }
+  return n;
+}
+
+}  // namespace
+
+GangSpec GangMembership::ToSpec(int gpus_per_member) const {
+  GangSpec g;
+  g.name = id;
+  g.members = size;
+  g.gpus_per_member = gpus_per_member;
+  g.required_tier = required_tier;
+  g.preferred_tier = preferred_tier;
+  g.slice = slice;
+  return g;
+}
+
+std::string SingletonGangId(absl::string_view pod_namespace, absl::string_view pod_name) {
+  return absl::StrCat(pod_namespace, "/pod:", pod_name);
+}
+
+absl::StatusOr<std::optional<GangMembership>> ParseGangMembership(
+    absl::string_view pod_namespace, const std::map<std::string, std::string>& labels,
+    const std::map<std::string, std::string>& annotations) {
+  auto name = Lookup(labels, annotations, kGangLabel);
+  if (!name.ok()) return name.status();
+  std::string size_key = kGangSizeKey;
+  auto size_text = Lookup(labels, annotations, kGangSizeKey);
+  if (!size_text.ok()) return size_text.status();
+  if (name->empty()) {
+    auto k = labels.find(kKueueGroupLabel);
+    if (k == labels.end()) {
+      if (!size_text->empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(kGangSizeKey, " is set but ", kGangLabel, " is not"));
+      }
+      return std::optional<GangMembership>();
+    }
+    *name = k->second;
+    size_key = kKueueCountAnnotation;
+    auto a = annotations.find(kKueueCountAnnotation);
+    *size_text = a == annotations.end() ? "" : a->second;
+  }
+  if (!ValidName(*name)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gang name \"", absl::string_view(*name).substr(0, 80),
+                     "\" must be 1-63 characters of letters, digits, '-', '_' or '.'"));
+  }
+  if (size_text->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gang ", *name, ": ", size_key, " is required (the number of member pods)"));
+  }
+  GangMembership g;
+  g.id = absl::StrCat(pod_namespace, "/", *name);
+  auto size = StrictCount(size_key, *size_text, kMaxGangMembers);
+  if (!size.ok()) return size.status();
+  g.size = *size;
+  for (auto [key, field] :
+       {std::pair{kRequiredTierKey, &g.required_tier},
+        std::pair{kPreferredTierKey, &g.preferred_tier}, std::pair{kSliceTierKey, &g.slice.tier}}) {
+    auto v = Lookup(labels, annotations, key);
+    if (!v.ok()) return v.status();
+    if (!v->empty() && !ValidName(*v)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(key, "=\"", v->substr(0, 80), "\": not a valid tier name"));
+    }
+    *field = *v;
+  }
+  auto slice = Lookup(labels, annotations, kSliceSizeKey);
+  if (!slice.ok()) return slice.status();
+  if (!slice->empty()) {
+    auto n = StrictCount(kSliceSizeKey, *slice, g.size);
+    if (!n.ok()) return n.status();
+    g.slice.members = *n;
+    if (g.slice.tier.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kSliceSizeKey, " needs ", kSliceTierKey, " (the tier each slice fits in)"));
+    }
+  } else if (!g.slice.tier.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(kSliceTierKey, " needs ", kSliceSizeKey));
+  }
+  return std::optional<GangMembership>(std::move(g));
+}
+
+}  // namespace topogang

@@ -1,0 +1,33 @@
+// The facts about a core/v1 Node that topogang needs: labels (topology), allocatable GPUs, the
+// GPU model, and the reasons it may be unusable (cordon, NoSchedule/NoExecute taints, NotReady).
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/json_util.h"
+#include "topology/cluster_spec.h"
+
+namespace topogang {
+
+// GPU Feature Discovery's label naming the GPU model.
+inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
+
+struct KubeNode {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  int gpus = 0;     // status.allocatable[resource] (capacity when allocatable lacks it)
+  std::string sku;  // labels[nvidia.com/gpu.product]
+  bool unschedulable = false;
+  bool tainted = false;  // a NoSchedule or NoExecute taint
+  std::string taint;     // the first such taint, "key=value:Effect"
+  bool ready = true;     // Ready condition True (a node with no conditions counts as ready)
+
+  NodeSpec ToSpec() const { return NodeSpec{name, gpus, sku, labels}; }
+};
+
+absl::StatusOr<KubeNode> ParseNode(const Json& node, absl::string_view resource);
+
+}  // namespace topogang

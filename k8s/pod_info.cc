@@ -1,0 +1,186 @@
+#include "k8s/pod_info.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "k8s/quantity.h"
+
+namespace topogang {
+
+absl::StatusOr<std::map<std::string, std::string>> ParseStringMap(const Json& obj,
+                                                                  absl::string_view key,
+                                                                  absl::string_view what) {
+  std::map<std::string, std::string> out;
+  auto m = JsonObject(obj, key, what);
+  if (!m.ok()) return m.status();
+  if (*m == nullptr) return out;
+  for (auto it = (*m)->begin(); it != (*m)->end(); ++it) {
+    if (it->is_null()) continue;
+    if (!it->is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ".", it.key(), ": expected a string, got ", it->type_name()));
+    }
+    out[it.key()] = it->get<std::string>();
+  }
+  return out;
+}
+
+namespace {
+
+struct ContainerRequest {
+  int64_t gpus = 0;
+  bool mentioned = false;
+  bool restartable = false;  // restartPolicy: Always on an init container (a sidecar)
+};
+
+absl::StatusOr<std::optional<int64_t>> ResourceIn(const Json& list, absl::string_view resource,
+                                                  absl::string_view what, bool* mentioned) {
+  const Json* v = GoField(list, resource);
+  if (v == nullptr) return std::optional<int64_t>();
+  *mentioned = true;
+  if (!v->is_string()) {
+    // Quantities are serialized as strings; accept plain JSON integers too (hand-written JSON).
+    if (v->is_number_integer()) return std::optional<int64_t>(v->get<int64_t>());
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": expected a quantity string, got ", v->type_name()));
+  }
+  auto q = ParseIntegerQuantity(v->get<std::string>());
+  if (!q.ok()) return absl::InvalidArgumentError(absl::StrCat(what, ": ", q.status().message()));
+  return std::optional<int64_t>(*q);
+}
+
+absl::StatusOr<ContainerRequest> ParseContainer(const Json& c, absl::string_view resource,
+                                                const std::string& what) {
+  ContainerRequest out;
+  if (!c.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": expected an object"));
+  }
+  auto policy = JsonString(c, "restartPolicy", what + ".restartPolicy");
+  if (!policy.ok()) return policy.status();
+  out.restartable = *policy == "Always";
+  auto res = JsonObject(c, "resources", what + ".resources");
+  if (!res.ok()) return res.status();
+  if (*res == nullptr) return out;
+  auto req = JsonObject(**res, "requests", what + ".resources.requests");
+  if (!req.ok()) return req.status();
+  auto lim = JsonObject(**res, "limits", what + ".resources.limits");
+  if (!lim.ok()) return lim.status();
+  std::optional<int64_t> r, l;
+  if (*req != nullptr) {
+    auto v = ResourceIn(**req, resource, what + ".resources.requests", &out.mentioned);
+    if (!v.ok()) return v.status();
+    r = *v;
+  }
+  if (*lim != nullptr) {
+    auto v = ResourceIn(**lim, resource, what + ".resources.limits", &out.mentioned);
+    if (!v.ok()) return v.status();
+    l = *v;
+  }
+  int64_t g = r ? *r : (l ? *l : 0);
+  if (g < 0 || g > kMaxGpusPerPod) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", resource, " request ", g,
+                                                   " is outside [0, ", kMaxGpusPerPod, "]"));
+  }
+  out.gpus = g;
+  return out;
+}
+
+absl::StatusOr<std::vector<ContainerRequest>> ParseContainers(const Json& spec,
+                                                              absl::string_view key,
+                                                              absl::string_view resource) {
+  std::vector<ContainerRequest> out;
+  auto arr = JsonArray(spec, key, absl::StrCat("Pod.spec.", key));
+  if (!arr.ok()) return arr.status();
+  if (*arr == nullptr) return out;
+  for (size_t i = 0; i < (*arr)->size(); ++i) {
+    auto c = ParseContainer((**arr)[i], resource, absl::StrCat("Pod.spec.", key, "[", i, "]"));
+    if (!c.ok()) return c.status();
+    out.push_back(*c);
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<PodInfo> ParsePod(const Json& pod, absl::string_view resource) {
+  if (!pod.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Pod: expected an object, got ", pod.type_name()));
+  }
+  PodInfo p;
+  static const Json kEmpty = Json::object();
+  auto meta = JsonObject(pod, "metadata", "Pod.metadata");
+  if (!meta.ok()) return meta.status();
+  const Json& m = *meta ? **meta : kEmpty;
+  auto name = JsonString(m, "name", "Pod.metadata.name");
+  auto ns = JsonString(m, "namespace", "Pod.metadata.namespace");
+  auto uid = JsonString(m, "uid", "Pod.metadata.uid");
+  for (auto* s : {&name, &ns, &uid}) {
+    if (!s->ok()) return s->status();
+  }
+  p.name = *name;
+  p.namespace_ = ns->empty() ? "default" : *ns;
+  p.uid = *uid;
+  if (p.name.empty()) return absl::InvalidArgumentError("Pod.metadata.name: missing");
+  auto labels = ParseStringMap(m, "labels", "Pod.metadata.labels");
+  if (!labels.ok()) return labels.status();
+  p.labels = std::move(*labels);
+  auto ann = ParseStringMap(m, "annotations", "Pod.metadata.annotations");
+  if (!ann.ok()) return ann.status();
+  p.annotations = std::move(*ann);
+
+  auto spec = JsonObject(pod, "spec", "Pod.spec");
+  if (!spec.ok()) return spec.status();
+  const Json& s = *spec ? **spec : kEmpty;
+  auto node = JsonString(s, "nodeName", "Pod.spec.nodeName");
+  if (!node.ok()) return node.status();
+  p.node_name = *node;
+  auto status = JsonObject(pod, "status", "Pod.status");
+  if (!status.ok()) return status.status();
+  if (*status) {
+    auto phase = JsonString(**status, "phase", "Pod.status.phase");
+    if (!phase.ok()) return phase.status();
+    p.phase = *phase;
+  }
+
+  auto apps = ParseContainers(s, "containers", resource);
+  if (!apps.ok()) return apps.status();
+  auto inits = ParseContainers(s, "initContainers", resource);
+  if (!inits.ok()) return inits.status();
+  int64_t app_sum = 0, init_max = 0, sidecars = 0;
+  for (const ContainerRequest& c : *apps) {
+    app_sum += c.gpus;
+    p.mentions_resource |= c.mentioned;
+  }
+  for (const ContainerRequest& c : *inits) {
+    p.mentions_resource |= c.mentioned;
+    if (c.restartable) {
+      sidecars += c.gpus;
+      init_max = std::max(init_max, sidecars);
+    } else {
+      init_max = std::max(init_max, c.gpus + sidecars);
+    }
+  }
+  int64_t total = std::max(app_sum + sidecars, init_max);
+  auto overhead = JsonObject(s, "overhead", "Pod.spec.overhead");
+  if (!overhead.ok()) return overhead.status();
+  if (*overhead) {
+    bool mentioned = false;
+    auto v = ResourceIn(**overhead, resource, "Pod.spec.overhead", &mentioned);
+    if (!v.ok()) return v.status();
+    if (v->has_value() && **v > 0) {
+      if (**v > kMaxGpusPerPod) return absl::InvalidArgumentError("Pod.spec.overhead: absurd");
+      total += **v;
+    }
+  }
+  if (total > kMaxGpusPerPod) {
+    return absl::InvalidArgumentError(absl::StrCat("pod ", p.Key(), " requests ", total, " ",
+                                                   resource, "; at most ", kMaxGpusPerPod,
+                                                   " per pod is supported"));
+  }
+  p.gpus = total;
+  return p;
+}
+
+}  // namespace topogang

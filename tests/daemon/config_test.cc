@@ -1,0 +1,188 @@
+// The daemon section of the config file, and the shipped deploy/ manifests agreeing with it
+// (the urlPrefix and verbs kube-scheduler calls are the ones topogangd serves).
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "config/config_file.h"
+#include "tests/support/test_util.h"
+#include "topogangd/daemon_config.h"
+
+namespace topogang {
+namespace {
+
+std::string Source(const std::string& rel) {
+  std::ifstream in(testing::SourceDir() + "/" + rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(DaemonConfigTest, DefaultsAndOverrides) {
+  auto d = ParseDaemonConfig(YAML::Node(), "x");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->http.port, 8888);
+  EXPECT_EQ(d->extender.bind_window, absl::Seconds(4));
+  auto c = ParseDaemonConfig(YAML::Load("{http_port: 9000, url_prefix: /x, bind_window_ms: 250, "
+                                        "gpu_resource: amd.com/gpu, filter_verb: f}"),
+                             "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->http.port, 9000);
+  EXPECT_EQ(c->http.prefix, "/x");
+  EXPECT_EQ(c->http.filter_verb, "f");
+  EXPECT_EQ(c->extender.gpu_resource, "amd.com/gpu");
+  EXPECT_EQ(c->extender.bind_window, absl::Milliseconds(250));
+  auto q = ParseDaemonConfig(
+      YAML::Load("{starvation_threshold_seconds: 120, hold_min_gpus: 16, max_holds: 2}"), "x");
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->extender.queue.starvation_threshold, absl::Minutes(2));
+  EXPECT_EQ(q->extender.queue.hold_min_gpus, 16);
+  EXPECT_EQ(q->extender.queue.max_holds, 2);
+  auto h = ParseDaemonConfig(YAML::Load("{http_threads: 3, max_connections: 64}"), "x");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->http.threads, 3);
+  EXPECT_EQ(h->http.max_connections, 64);
+  for (const char* bad : {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}",
+                          "{bind_window_ms: -1}", "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}",
+                          "{http_threads: -1}", "{http_threads: 1000}", "{max_connections: 0}"}) {
+    EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
+  }
+}
+
+TEST(DaemonConfigTest, LeaderElection) {
+  auto d = ParseDaemonConfig(YAML::Node(), "x");
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->leader_election.enabled.has_value());  // the mode decides
+  EXPECT_EQ(d->leader_election.lease_name, "topogangd");
+  EXPECT_EQ(d->leader_election.lease_namespace, "");
+  EXPECT_EQ(d->leader_election.lease_duration_ms, 15000);
+  EXPECT_EQ(d->leader_election.renew_deadline_ms, 10000);
+  EXPECT_EQ(d->leader_election.retry_period_ms, 2000);
+  auto c = ParseDaemonConfig(
+      YAML::Load("{leader_election: {enabled: false, lease_name: gang.lock, lease_namespace: "
+                 "gpu-system, lease_duration_ms: 600, renew_deadline_ms: 400, "
+                 "retry_period_ms: 50}}"),
+      "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->leader_election.enabled, false);
+  EXPECT_EQ(c->leader_election.lease_name, "gang.lock");
+  EXPECT_EQ(c->leader_election.lease_namespace, "gpu-system");
+  EXPECT_EQ(c->leader_election.lease_duration_ms, 600);
+  EXPECT_EQ(c->leader_election.renew_deadline_ms, 400);
+  EXPECT_EQ(c->leader_election.retry_period_ms, 50);
+  const std::pair<const char*, const char*> bad[] = {
+      {"{leader_election: {renew_deadline_ms: 15000}}", "must be less than lease_duration_ms"},
+      {"{leader_election: {renew_deadline_ms: 20000}}", "must be less than lease_duration_ms"},
+      {"{leader_election: {retry_period_ms: 10000}}", "must be less than renew_deadline_ms"},
+      {"{leader_election: {retry_period_ms: 0}}", "retry_period_ms"},
+      {"{leader_election: {lease_duration_ms: -5}}", "lease_duration_ms"},
+      {"{leader_election: {lease_duration_ms: soon}}", "lease_duration_ms"},
+      {"{leader_election: {enabled: maybe}}", "enabled"},
+      {"{leader_election: {lease_name: Bad_Name}}", "DNS subdomain"},
+      {"{leader_election: {lease_name: ''}}", "DNS subdomain"},
+      {"{leader_election: {lease_name: a/b}}", "DNS subdomain"},
+      {"{leader_election: {lease_namespace: a.b}}", "DNS label"},
+      {"{leader_election: {lease_namespace: ../x}}", "DNS label"},
+      {"{leader_election: {lease_secs: 1}}", "lease_secs"},
+      {"{leader_election: [1]}", "expected a mapping"},
+  };
+  for (const auto& [yaml, want] : bad) {
+    auto r = ParseDaemonConfig(YAML::Load(yaml), "cfg.yaml");
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << yaml << ": " << r.status();
+    EXPECT_NE(r.status().message().find("cfg.yaml"), std::string::npos) << r.status();
+  }
+}
+
+TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
+  std::vector<YAML::Node> docs = YAML::LoadAll(Source("deploy/topogangd.yaml"));
+  ASSERT_FALSE(docs.empty());
+  std::string config_text = docs[0]["data"]["config.yaml"].as<std::string>();
+  auto cfg = ParseConfigFile(config_text, "configmap");
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  auto d = ParseDaemonConfig(cfg->daemon, "configmap");
+  ASSERT_TRUE(d.ok()) << d.status();
+
+  YAML::Node sched = YAML::Load(Source("deploy/scheduler-config.yaml"));
+  YAML::Node ext = sched["extenders"][0];
+  std::string url = ext["urlPrefix"].as<std::string>();
+  EXPECT_NE(url.find(":" + std::to_string(d->http.port) + d->http.prefix), std::string::npos)
+      << url;
+  EXPECT_EQ(ext["filterVerb"].as<std::string>(), d->http.filter_verb);
+  EXPECT_EQ(ext["prioritizeVerb"].as<std::string>(), d->http.prioritize_verb);
+  EXPECT_EQ(ext["bindVerb"].as<std::string>(), d->http.bind_verb);
+  EXPECT_EQ(ext["preemptVerb"].as<std::string>(), d->http.preempt_verb);
+  EXPECT_TRUE(ext["nodeCacheCapable"].as<bool>());
+  EXPECT_EQ(ext["managedResources"][0]["name"].as<std::string>(), d->extender.gpu_resource);
+  // The bind window must end before kube-scheduler gives up on the bind call.
+  std::string timeout = ext["httpTimeout"].as<std::string>();
+  absl::Duration http_timeout;
+  ASSERT_TRUE(absl::ParseDuration(timeout, &http_timeout));
+  EXPECT_LT(d->extender.bind_window, http_timeout);
+  EXPECT_EQ(sched["percentageOfNodesToScore"].as<int>(), 100);
+
+  // RBAC: exactly what the daemon does.
+  std::vector<YAML::Node> rbac = YAML::LoadAll(Source("deploy/rbac.yaml"));
+  std::set<std::string> grants;
+  for (const YAML::Node& doc : rbac) {
+    if (doc["kind"].as<std::string>() != "ClusterRole") continue;
+    for (const YAML::Node& rule : doc["rules"]) {
+      for (const YAML::Node& r : rule["resources"]) {
+        for (const YAML::Node& v : rule["verbs"])
+          grants.insert(r.as<std::string>() + ":" + v.as<std::string>());
+      }
+    }
+  }
+  EXPECT_EQ(grants, (std::set<std::string>{"nodes:get", "nodes:list", "nodes:watch", "pods:get",
+                                           "pods:list", "pods:watch", "pods/binding:create",
+                                           "events:create"}));
+
+  // Leader election: a namespaced Role on the daemon's Lease only, bound to its account.
+  const LeaderElectionConfig& le = d->leader_election;
+  EXPECT_EQ(le.enabled, true);
+  std::set<std::string> lease_grants;
+  bool bound = false;
+  for (const YAML::Node& doc : rbac) {
+    const std::string kind = doc["kind"].as<std::string>();
+    if (kind == "RoleBinding") {
+      bound = doc["metadata"]["namespace"].as<std::string>() == le.lease_namespace &&
+              doc["roleRef"]["name"].as<std::string>() == "topogangd-leader-election" &&
+              doc["subjects"][0]["name"].as<std::string>() == "topogangd";
+    }
+    if (kind != "Role") continue;
+    EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), le.lease_namespace);
+    for (const YAML::Node& rule : doc["rules"]) {
+      EXPECT_EQ(rule["apiGroups"][0].as<std::string>(), "coordination.k8s.io");
+      EXPECT_EQ(rule["resources"][0].as<std::string>(), "leases");
+      std::string names = rule["resourceNames"] ? rule["resourceNames"][0].as<std::string>() : "*";
+      for (const YAML::Node& v : rule["verbs"])
+        lease_grants.insert(names + ":" + v.as<std::string>());
+    }
+  }
+  EXPECT_TRUE(bound);
+  EXPECT_EQ(lease_grants,
+            (std::set<std::string>{"*:create", le.lease_name + ":get", le.lease_name + ":update"}));
+  // Two replicas (leader + warm standby) that know their pod name, spread over nodes.
+  YAML::Node deploy;
+  for (const YAML::Node& doc : docs) {
+    if (doc["kind"].as<std::string>() == "Deployment") deploy = doc;
+  }
+  ASSERT_TRUE(deploy);
+  EXPECT_EQ(deploy["spec"]["replicas"].as<int>(), 2);
+  EXPECT_EQ(deploy["spec"]["strategy"]["type"].as<std::string>(), "RollingUpdate");
+  YAML::Node pod = deploy["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["containers"][0]["env"][0]["name"].as<std::string>(), "POD_NAME");
+  EXPECT_EQ(pod["containers"][0]["readinessProbe"]["httpGet"]["path"].as<std::string>(), "/readyz");
+  EXPECT_TRUE(pod["affinity"]["podAntiAffinity"]);
+  // Prometheus scrapes GET /metrics on the daemon's HTTP port.
+  YAML::Node ann = deploy["spec"]["template"]["metadata"]["annotations"];
+  ASSERT_TRUE(ann);
+  EXPECT_EQ(ann["prometheus.io/scrape"].as<std::string>(), "true");
+  EXPECT_EQ(ann["prometheus.io/port"].as<std::string>(), std::to_string(d->http.port));
+  EXPECT_EQ(ann["prometheus.io/path"].as<std::string>(), "/metrics");
+}
+
+}  // namespace
+}  // namespace topogang

@@ -1,0 +1,572 @@
+// Over 500 lines: one suite for cluster mode end to end; its cases share the KubeDaemon fixture.
+// Cluster mode against a fake API server: kubeconfig/in-cluster config, list + watch with
+// bookmarks, 410 Gone relists, dropped connections, health from cordons/taints, occupancy from
+// bound pods, bindings through the binding subresource (201/409), Events, and a daemon restart
+// in the middle of a gang.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/escaping.h"
+#include "kube/kube_sync.h"
+#include "tests/support/fake_apiserver.h"
+#include "tests/support/harness.h"
+
+namespace topogang {
+namespace {
+
+using testing::FakeApiServer;
+using testing::GangPod;
+using testing::MakeNode;
+using testing::MakePod;
+using testing::NodeNames;
+using testing::PodOpts;
+
+std::map<std::string, std::string> Labels(int i) {
+  return {{"topology.kubernetes.io/zone", "zone-a"},
+          {"topology.example.com/switch", "switch-00"},
+          {"topology.example.com/rack", absl::StrFormat("rack-%03d", i / 4)},
+          {"nvidia.com/gpu.product", "H100"}};
+}
+
+void AddNodes(FakeApiServer& api, int n) {
+  for (int i = 0; i < n; ++i)
+    api.PutNode(MakeNode(absl::StrFormat("gpu-node-%03d", i), 8, Labels(i)));
+}
+
+Json BoundPod(const std::string& name, const std::string& node, int gpus) {
+  PodOpts o;
+  o.name = name;
+  o.gpus = gpus;
+  Json p = MakePod(o);
+  p["spec"]["nodeName"] = node;
+  p["status"]["phase"] = "Running";
+  return p;
+}
+
+// Polls `pred` until it holds or 10 s pass (a real server must react first).
+template <typename Pred>
+bool Eventually(Pred pred) {
+  absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (pred()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return pred();
+}
+
+// topogangd in cluster mode: state starts empty, KubeSync fills it from the fake API server.
+class KubeDaemon {
+ public:
+  explicit KubeDaemon(FakeApiServer& api, absl::Duration window = absl::Seconds(10)) {
+    KubeConfig kc;
+    kc.server = api.url();
+    client_ = std::make_shared<KubeClient>(kc);
+    binder_ = std::make_unique<KubeBinder>(client_);
+    GangLedgerOptions eo;
+    eo.bind_window = window;
+    eo.tick = absl::Milliseconds(20);
+    h_ = std::make_unique<testing::Harness>(*Cluster::Build(ClusterSpec{}, testing::TestTopology()),
+                                            eo, HttpServerOptions{}, binder_.get());
+    KubeSyncOptions so;
+    so.backoff_initial = absl::Milliseconds(10);
+    so.backoff_max = absl::Milliseconds(100);
+    sync_ = std::make_unique<KubeSync>(client_, h_->state(), testing::TestTopology(),
+                                       "nvidia.com/gpu", so);
+    sync_->Attach(&h_->ledger(), nullptr);
+    sync_->Start();
+  }
+  ~KubeDaemon() { sync_->Stop(); }
+
+  testing::Harness& h() { return *h_; }
+  KubeSync& sync() { return *sync_; }
+  int FreeOn(const std::string& node) {
+    return h_->state().With([&](GangScheduler& s) {
+      const Cluster& c = s.cluster();
+      int n = c.FindNode(node);
+      if (n < 0) return -1;
+      int free = 0;
+      for (int g = c.node(n).gpu_begin; g < c.node(n).gpu_begin + c.node(n).gpus; ++g)
+        free += c.IsFree(g);
+      return free;
+    });
+  }
+  int Nodes() {
+    return h_->state().With([](GangScheduler& s) { return s.cluster().num_nodes(); });
+  }
+
+ private:
+  std::shared_ptr<KubeClient> client_;
+  std::unique_ptr<KubeBinder> binder_;
+  std::unique_ptr<testing::Harness> h_;
+  std::unique_ptr<KubeSync> sync_;
+};
+
+std::string Filter1(testing::Harness& h, const Json& pod, const std::vector<std::string>& names) {
+  auto f = ParseFilterResult(h.Post("/filter", testing::FilterBody(pod, names)).body);
+  if (!f.ok() || f->node_names.size() != 1) return "";
+  return f->node_names[0];
+}
+
+pplx::task<testing::Reply> BindAsync(testing::Harness& h, const Json& pod,
+                                     const std::string& node) {
+  return h.PostAsync("/bind", SerializeBindingArgs({pod["metadata"]["name"], "default",
+                                                    pod["metadata"]["uid"], node}));
+}
+
+TEST(KubeConfigTest, KubeconfigWithTokenCaAndClientCert) {
+  std::string yaml = absl::StrCat(R"(apiVersion: v1
+kind: Config
+current-context: ctx
+contexts:
+- name: other
+  context: {cluster: nope, user: nope}
+- name: ctx
+  context: {cluster: c1, user: u1}
+clusters:
+- name: c1
+  cluster:
+    server: https://10.0.0.1:6443/
+    certificate-authority-data: )",
+                                  absl::Base64Escape("CA-PEM"), R"(
+users:
+- name: u1
+  user:
+    token: secret-token
+    client-certificate-data: )",
+                                  absl::Base64Escape("CERT"),
+                                  "\n    client-key-data: ", absl::Base64Escape("KEY"), "\n");
+  auto c = ParseKubeconfig(yaml, "kubeconfig", ".");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://10.0.0.1:6443");
+  EXPECT_EQ(c->ca_pem, "CA-PEM");
+  EXPECT_EQ(c->token, "secret-token");
+  EXPECT_EQ(c->client_cert_pem, "CERT");
+  EXPECT_EQ(c->client_key_pem, "KEY");
+  EXPECT_FALSE(c->insecure_skip_verify);
+  EXPECT_FALSE(ParseKubeconfig("current-context: x\n", "k", ".").ok());
+  EXPECT_FALSE(ParseKubeconfig("[", "k", ".").ok());
+}
+
+// A credential plugin as kubectl runs it: a script next to the kubeconfig that counts its runs,
+// checks it got its env and KUBERNETES_EXEC_INFO, and prints an ExecCredential.
+class ExecPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(::testing::TempDir(), "/exec-", getpid(), "-", rand());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // `expiry`: the expirationTimestamp to print ("" = none).
+  void WritePlugin(const std::string& expiry, const std::string& extra = "") {
+    std::ofstream f(dir_ + "/plugin.sh");
+    f << "#!/bin/sh\n"
+      << "n=$(cat \"$0.count\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0.count\"\n"
+      << "[ \"$REGION\" = \"eu-west-1\" ] || { echo 'REGION not set' >&2; exit 3; }\n"
+      << "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) exit 4;; esac\n"
+      << extra
+      << "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+      << "\"status\":{\"token\":\"tok-%s-%s\""
+      << (expiry.empty() ? "" : ",\"expirationTimestamp\":\"" + expiry + "\"")
+      << "}}' \"$1\" \"$n\"\n";
+    f.close();
+    std::filesystem::permissions(dir_ + "/plugin.sh", std::filesystem::perms::owner_all);
+  }
+  int Runs() {
+    std::ifstream f(dir_ + "/plugin.sh.count");
+    int n = 0;
+    f >> n;
+    return n;
+  }
+  std::string Kubeconfig(const std::string& server) {
+    return absl::StrCat("apiVersion: v1\nkind: Config\ncurrent-context: c\n",
+                        "contexts: [{name: c, context: {cluster: k, user: u}}]\n",
+                        "clusters: [{name: k, cluster: {server: '", server, "'}}]\n",
+                        "users:\n- name: u\n  user:\n    exec:\n",
+                        "      apiVersion: client.authentication.k8s.io/v1\n",
+                        "      command: ./plugin.sh\n      args: [abc]\n",
+                        "      env: [{name: REGION, value: eu-west-1}]\n");
+  }
+  std::string dir_;
+};
+
+TEST_F(ExecPluginTest, TokenFromThePluginCachedUntilExpiryOrRefusal) {
+  testing::FakeApiServer api;
+  WritePlugin("2099-01-01T00:00:00Z");
+  auto c = ParseKubeconfig(Kubeconfig(api.url()), "kubeconfig", dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->exec.has_value());
+  EXPECT_EQ(c->exec->command, dir_ + "/./plugin.sh") << "relative to the kubeconfig";
+  EXPECT_EQ(c->exec->args, std::vector<std::string>{"abc"});
+  api.RequireToken("tok-abc-1");
+  KubeClient client(*c);
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.Get("/api/v1/nodes");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->status, 200) << r->body;
+  }
+  EXPECT_EQ(Runs(), 1) << "a valid token is reused";
+  // The server stops accepting it (rotated): one 401, then the plugin runs again.
+  api.RequireToken("tok-abc-2");
+  EXPECT_EQ(client.Get("/api/v1/nodes")->status, 401);
+  EXPECT_EQ(client.Get("/api/v1/nodes")->status, 200);
+  EXPECT_EQ(Runs(), 2);
+  EXPECT_EQ(api.authorizations().back(), "Bearer tok-abc-2");
+}
+
+TEST_F(ExecPluginTest, ExpiringTokensAreRefreshed) {
+  testing::FakeApiServer api;
+  WritePlugin(
+      absl::FormatTime(absl::RFC3339_sec, absl::Now() + absl::Seconds(10), absl::UTCTimeZone()));
+  auto c = ParseKubeconfig(Kubeconfig(api.url()), "kubeconfig", dir_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  KubeClient client(*c);
+  ASSERT_TRUE(client.Get("/api/v1/nodes").ok());
+  ASSERT_TRUE(client.Get("/api/v1/nodes").ok());
+  // 10 s left is inside the 30 s refresh margin: every request asks the plugin again.
+  EXPECT_EQ(Runs(), 2);
+  auto auths = api.authorizations();
+  ASSERT_EQ(auths.size(), 2u);
+  EXPECT_EQ(auths[0], "Bearer tok-abc-1");
+  EXPECT_EQ(auths[1], "Bearer tok-abc-2");
+}
+
+TEST_F(ExecPluginTest, PluginFailuresAreClearErrors) {
+  ExecPlugin p;
+  p.api_version = "client.authentication.k8s.io/v1";
+  p.env = {{"REGION", "eu-west-1"}};
+  p.command = dir_ + "/plugin.sh";
+  WritePlugin("", "echo 'token expired, run aws sso login' >&2; exit 1\n");
+  auto r = RunExecPlugin(p);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("exit status 1"), std::string::npos) << r.status();
+  EXPECT_NE(r.status().message().find("aws sso login"), std::string::npos) << r.status();
+  WritePlugin("", "exec sleep 5\n");
+  r = RunExecPlugin(p, absl::Milliseconds(200));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDeadlineExceeded) << r.status();
+  p.env.clear();
+  WritePlugin("");
+  EXPECT_NE(RunExecPlugin(p).status().message().find("REGION not set"), std::string::npos);
+  p.command = dir_ + "/missing";
+  EXPECT_FALSE(RunExecPlugin(p).ok());
+  // What a plugin prints must be an ExecCredential with a token.
+  const std::string v1 = "client.authentication.k8s.io/v1";
+  EXPECT_FALSE(ParseExecCredential("not json", v1).ok());
+  EXPECT_FALSE(ParseExecCredential(R"({"kind":"Pod","apiVersion":"v1"})", v1).ok());
+  EXPECT_FALSE(
+      ParseExecCredential(
+          R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1beta1","status":{"token":"t"}})",
+          v1)
+          .ok());
+  EXPECT_EQ(
+      ParseExecCredential(
+          R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"clientCertificateData":"x"}})",
+          v1)
+          .status()
+          .code(),
+      absl::StatusCode::kUnimplemented);
+  EXPECT_FALSE(
+      ParseExecCredential(
+          R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t","expirationTimestamp":"soon"}})",
+          v1)
+          .ok());
+  auto ok = ParseExecCredential(
+      R"({"kind":"ExecCredential","apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t","expirationTimestamp":"2030-01-02T03:04:05Z"}})",
+      v1);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->token, "t");
+  EXPECT_EQ(*ok->expires,
+            absl::FromCivil(absl::CivilSecond(2030, 1, 2, 3, 4, 5), absl::UTCTimeZone()));
+  // Kubeconfig mistakes.
+  for (const char* exec : {"      command: ''\n      apiVersion: client.authentication.k8s.io/v1\n",
+                           "      command: x\n      apiVersion: v1\n",
+                           "      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+                           "      args: {a: b}\n",
+                           "      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+                           "      interactiveMode: Always\n"}) {
+    std::string yaml = absl::StrCat(
+        "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n",
+        "clusters: [{name: k, cluster: {server: 'https://x'}}]\nusers:\n- name: u\n  user:\n",
+        "    exec:\n", exec);
+    EXPECT_FALSE(ParseKubeconfig(yaml, "k", dir_).ok()) << exec;
+  }
+  std::string ap =
+      "current-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\n"
+      "clusters: [{name: k, cluster: {server: 'https://x'}}]\n"
+      "users:\n- name: u\n  user:\n    auth-provider: {name: gcp}\n";
+  EXPECT_EQ(ParseKubeconfig(ap, "k", dir_).status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(KubeConfigTest, InClusterReadsTokenCaAndServiceEnv) {
+  std::string dir = absl::StrCat(::testing::TempDir(), "/sa-", getpid());
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/token") << "tok\n";
+  std::ofstream(dir + "/ca.crt") << "CA";
+  setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  auto c = InClusterConfig(dir);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->server, "https://10.96.0.1:443");
+  EXPECT_EQ(c->token, "tok");
+  EXPECT_EQ(c->ca_pem, "CA");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  EXPECT_FALSE(InClusterConfig(dir).ok());
+}
+
+TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  api.PutPod(BoundPod("running-0", "gpu-node-000", 8));
+  PodOpts cpu;
+  cpu.name = "cpu-only";
+  cpu.gpus = 0;
+  api.PutPod(MakePod(cpu));
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  EXPECT_EQ(d.Nodes(), 4);
+  EXPECT_EQ(d.FreeOn("gpu-node-000"), 0) << "a bound GPU pod holds its GPUs";
+  EXPECT_EQ(d.FreeOn("gpu-node-001"), 8);
+  ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+
+  // Cordon -> health source set at once.
+  Json n1 = MakeNode("gpu-node-001", 8, Labels(1));
+  n1["spec"]["unschedulable"] = true;
+  api.PutNode(n1);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-001") &
+           static_cast<uint8_t>(HealthSource::kKubeCordon);
+  }));
+  api.SendBookmark();
+
+  // 410 Gone: relist.
+  int lists_before = api.lists("nodes");
+  api.Compact();
+  EXPECT_TRUE(
+      Eventually([&] { return d.sync().relists() >= 1 && api.lists("nodes") > lists_before; }));
+  EXPECT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+
+  // Dropped connection mid-event: reconnect, later events still arrive.
+  int watches_before = api.watches("nodes");
+  api.DropWatches();
+  EXPECT_TRUE(api.WaitFor(
+      [&] { return api.watches("nodes") > watches_before && api.open_watches() == 2; }));
+  Json n2 = MakeNode("gpu-node-002", 8, Labels(2));
+  n2["spec"]["taints"] = Json::parse(R"([{"key":"gpu","value":"broken","effect":"NoExecute"}])");
+  api.PutNode(n2);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-002") &
+           static_cast<uint8_t>(HealthSource::kKubeTaint);
+  }));
+  Json n3 = MakeNode("gpu-node-003", 8, Labels(3));
+  n3["status"]["conditions"][0]["status"] = "False";
+  api.PutNode(n3);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-003") &
+           static_cast<uint8_t>(HealthSource::kKubeNotReady);
+  }));
+
+  // A new node rebuilds the model; the bound pod keeps its GPUs and health stays applied.
+  api.PutNode(MakeNode("gpu-node-004", 8, Labels(4)));
+  EXPECT_TRUE(Eventually([&] { return d.Nodes() == 5; }));
+  EXPECT_EQ(d.FreeOn("gpu-node-000"), 0);
+  EXPECT_TRUE(d.h().state().NodeHealthSources("gpu-node-001") != 0);
+  // A pod bound outside topogang is adopted; a deleted one gives its GPUs back.
+  api.PutPod(BoundPod("foreign", "gpu-node-004", 3));
+  EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-004") == 5; }));
+  api.DeletePod("default", "running-0");
+  EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 8; }));
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+TEST(KubeSyncTest, NodeBurstsAreFoldedIntoOneRebuildAndDeletionsActAtOnce) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  api.PutPod(BoundPod("running-0", "gpu-node-000", 8));
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+  const int64_t before = d.sync().rebuilds();
+  // An autoscaler adds 60 nodes in a burst: one model rebuild (or very few), not 60.
+  for (int i = 4; i < 64; ++i) {
+    api.PutNode(MakeNode(absl::StrFormat("gpu-node-%03d", i), 8, Labels(i)));
+  }
+  ASSERT_TRUE(Eventually([&] { return d.Nodes() == 64; }));
+  EXPECT_LE(d.sync().rebuilds() - before, 3) << "each node event rebuilt the model";
+  EXPECT_EQ(d.FreeOn("gpu-node-000"), 0) << "bound pods keep their GPUs across the rebuild";
+  // A deleted node is unhealthy at once (nothing is steered to it), and leaves the model later.
+  api.DeleteNode("gpu-node-010");
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-010") &
+           static_cast<uint8_t>(HealthSource::kKubeNotReady);
+  }));
+  EXPECT_TRUE(Eventually([&] { return d.Nodes() == 63; }));
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  KubeDaemon d(api, absl::Milliseconds(300));
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  std::vector<std::string> names = NodeNames(4);
+  Json g0 = MakePod(GangPod("g", 2, 0, 8)), g1 = MakePod(GangPod("g", 2, 1, 8));
+  api.PutPod(g0);
+  api.PutPod(g1);
+  std::string n0 = Filter1(d.h(), g0, names), n1 = Filter1(d.h(), g1, names);
+  ASSERT_FALSE(n0.empty());
+  ASSERT_FALSE(n1.empty());
+  auto b0 = BindAsync(d.h(), g0, n0), b1 = BindAsync(d.h(), g1, n1);
+  EXPECT_EQ(b0.get().body, R"({"Error":""})");
+  EXPECT_EQ(b1.get().body, R"({"Error":""})");
+  ASSERT_EQ(api.bindings().size(), 2u);
+  EXPECT_EQ(api.GetPod("default", "g-0")["spec"]["nodeName"], n0);
+  EXPECT_EQ(api.bindings()[0]["target"]["kind"], "Node");
+  EXPECT_TRUE(api.WaitFor([&] {
+    for (const Json& e : api.events())
+      if (e.value("reason", "") == "GangReserved") return true;
+    return false;
+  }));
+
+  // Barrier expiry in cluster mode: an Event on the waiting pod.
+  Json h0 = MakePod(GangPod("h", 2, 0, 8));
+  api.PutPod(h0);
+  std::string m0 = Filter1(d.h(), h0, names);
+  ASSERT_FALSE(m0.empty());
+  auto r = BindAsync(d.h(), h0, m0).get();
+  EXPECT_NE(r.body.find("reached bind"), std::string::npos) << r.body;
+  EXPECT_TRUE(api.WaitFor([&] {
+    for (const Json& e : api.events()) {
+      if (e.value("reason", "") == "GangExpired" && e["involvedObject"]["name"] == "h-0" &&
+          e["type"] == "Warning")
+        return true;
+    }
+    return false;
+  }));
+  EXPECT_EQ(api.bindings().size(), 2u);
+
+  // 409 from the API server: bound elsewhere is an error, bound to the same node is success.
+  KubeConfig kc;
+  kc.server = api.url();
+  KubeBinder binder(std::make_shared<KubeClient>(kc));
+  EXPECT_TRUE(binder.Bind({"g-0", "default", "uid-g-0", n0}).ok());
+  absl::Status conflict = binder.Bind({"g-0", "default", "uid-g-0", "gpu-node-999"});
+  EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists) << conflict;
+  EXPECT_NE(conflict.message().find("already assigned"), std::string::npos);
+}
+
+TEST(KubeSyncTest, RestartInTheMiddleOfAGang) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  api.PutPod(BoundPod("done-0", "gpu-node-000", 8));  // an earlier job, still running
+  std::vector<std::string> names = NodeNames(4);
+  Json g0 = MakePod(GangPod("g", 3, 0, 8)), g1 = MakePod(GangPod("g", 3, 1, 8)),
+       g2 = MakePod(GangPod("g", 3, 2, 8));
+  for (const Json* p : {&g0, &g1, &g2}) api.PutPod(*p);
+  pplx::task<testing::Reply> held;
+  {
+    KubeDaemon a(api);
+    ASSERT_TRUE(a.sync().WaitSynced(absl::Seconds(10)));
+    std::string n0 = Filter1(a.h(), g0, names);
+    ASSERT_FALSE(n0.empty());
+    EXPECT_NE(n0, "gpu-node-000");
+    held = BindAsync(a.h(), g0, n0);
+    // The bind must have reached the barrier (not merely been sent) before A goes away.
+    ASSERT_TRUE(Eventually([&] { return a.h().ledger().GetStats().held_binds == 1; }));
+    EXPECT_FALSE(held.is_done());
+  }  // daemon A goes away with one member held at the barrier
+  testing::Reply r = held.get();
+  auto res = ParseBindingResult(r.body);
+  EXPECT_TRUE(r.status != 200 || (res.ok() && !res->error.empty())) << "the held bind fails";
+  EXPECT_TRUE(api.bindings().empty()) << "nothing was bound: no partial gang";
+
+  KubeDaemon b(api);
+  ASSERT_TRUE(b.sync().WaitSynced(absl::Seconds(10)));
+  EXPECT_EQ(b.FreeOn("gpu-node-000"), 0) << "bound pods keep their GPUs across the restart";
+  std::vector<pplx::task<testing::Reply>> binds;
+  std::set<std::string> used;
+  for (const Json* p : {&g0, &g1, &g2}) {
+    std::string n = Filter1(b.h(), *p, names);
+    ASSERT_FALSE(n.empty());
+    EXPECT_NE(n, "gpu-node-000");
+    used.insert(n);
+    binds.push_back(BindAsync(b.h(), *p, n));
+  }
+  EXPECT_EQ(used.size(), 3u);
+  for (auto& t : binds) EXPECT_EQ(t.get().body, R"({"Error":""})");
+  EXPECT_EQ(api.bindings().size(), 3u);
+  EXPECT_TRUE(Eventually([&] {
+    return b.FreeOn("gpu-node-001") + b.FreeOn("gpu-node-002") + b.FreeOn("gpu-node-003") == 0;
+  }));
+  EXPECT_TRUE(b.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+// The daemon restarts while gang "g" (4 pods) is half bound and gang "full" (4 pods) is bound:
+// both come back as ONE running gang each, g's two pending members are steered next to its bound
+// ones and bind through the barrier, and deleting the pods gives every GPU back.
+TEST(KubeSyncTest, RestartRegroupsBoundPodsIntoTheirGangs) {
+  FakeApiServer api;
+  AddNodes(api, 8);
+  std::vector<std::string> names = NodeNames(8);
+  auto bound = [](const std::string& gang, int i, const std::string& node) {
+    Json p = MakePod(GangPod(gang, 4, i, 8));
+    p["spec"]["nodeName"] = node;
+    p["status"]["phase"] = "Running";
+    return p;
+  };
+  for (int i = 0; i < 4; ++i) api.PutPod(bound("full", i, names[4 + i]));
+  api.PutPod(bound("g", 0, "gpu-node-000"));
+  api.PutPod(bound("g", 1, "gpu-node-001"));
+  Json g2 = MakePod(GangPod("g", 4, 2, 8)), g3 = MakePod(GangPod("g", 4, 3, 8));
+  api.PutPod(g2);
+  api.PutPod(g3);
+
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  auto gangs = [&] {
+    return d.h().state().With([](GangScheduler& s) {
+      std::map<std::string, int> out;  // gang -> members holding GPUs
+      for (const auto& [name, rec] : s.gangs()) {
+        int n = 0;
+        for (const MemberPlacement& m : rec.placement.members) n += m.node >= 0 ? 1 : 0;
+        out[name] = n;
+      }
+      return out;
+    });
+  };
+  EXPECT_EQ(gangs(), (std::map<std::string, int>{{"default/full", 4}, {"default/g", 2}}));
+
+  std::string n2 = Filter1(d.h(), g2, names), n3 = Filter1(d.h(), g3, names);
+  EXPECT_EQ((std::set<std::string>{n2, n3}),
+            (std::set<std::string>{"gpu-node-002", "gpu-node-003"}))
+      << "the missing members go next to the bound ones (their rack)";
+  auto b2 = BindAsync(d.h(), g2, n2), b3 = BindAsync(d.h(), g3, n3);
+  EXPECT_EQ(b2.get().body, R"({"Error":""})");
+  EXPECT_EQ(b3.get().body, R"({"Error":""})");
+  EXPECT_EQ(api.bindings().size(), 2u) << "only the missing members are bound";
+  EXPECT_EQ(api.GetPod("default", "g-2")["spec"]["nodeName"], n2);
+  // The watch reports the new bindings; nothing is adopted twice.
+  EXPECT_TRUE(Eventually([&] {
+    return api.GetPod("default", "g-3")["spec"]["nodeName"] == n3 &&
+           d.h().ledger().GetStats().running_gangs == 2;
+  }));
+  EXPECT_EQ(gangs(), (std::map<std::string, int>{{"default/full", 4}, {"default/g", 4}}));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.FreeOn(names[i]), 0) << names[i];
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+
+  // Pods go: each member's GPUs come back, the last one releases its gang.
+  api.DeletePod("default", "g-0");
+  EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 8; }));
+  EXPECT_EQ(gangs().at("default/g"), 3);
+  for (int i = 1; i < 4; ++i) api.DeletePod("default", absl::StrCat("g-", i));
+  for (int i = 0; i < 4; ++i) api.DeletePod("default", absl::StrCat("full-", i));
+  EXPECT_TRUE(Eventually([&] { return gangs().empty(); }));
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(d.FreeOn(names[i]), 8) << names[i];
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+}  // namespace
+}  // namespace topogang

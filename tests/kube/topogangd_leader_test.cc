@@ -1,0 +1,197 @@
+// Two real topogangd replicas in cluster mode against the fake API server: only the leader is
+// ready; SIGTERM on the leader releases the lease (exit 0) and the standby becomes ready well
+// within the lease duration; a leader cut off from the API server exits 1.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/free_port.h"
+#include "extender/http_server.h"
+#include "tests/support/fake_apiserver.h"
+#include "tests/support/harness.h"
+#include "tests/support/prom_text.h"
+
+namespace topogang {
+namespace {
+
+using testing::FakeApiServer;
+
+int ReadyStatus(int port) {
+  web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", port));
+  try {
+    return client.request(web::http::methods::GET, "/readyz").get().status_code();
+  } catch (...) {
+    return -1;
+  }
+}
+
+// The Error field of a filter reply ("" when it passed), or a marker when the call failed.
+std::string FilterError(int port, const std::string& body) {
+  web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", port));
+  try {
+    auto r = client.request(web::http::methods::POST, "/filter", body, "application/json").get();
+    return Json::parse(r.extract_utf8string(true).get()).value("Error", "<no Error field>");
+  } catch (const std::exception& e) {
+    return absl::StrCat("<request failed: ", e.what(), ">");
+  }
+}
+
+// GET /metrics, parsed (an empty exposition when the call or the parse failed, so every value
+// assertion fails).
+testing::PromText Metrics(int port) {
+  web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", port));
+  try {
+    auto r = client.request(web::http::methods::GET, "/metrics").get();
+    auto m = testing::PromText::Parse(r.extract_utf8string(true).get());
+    EXPECT_TRUE(m.ok()) << m.status();
+    return m.ok() ? *std::move(m) : testing::PromText();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "GET /metrics: " << e.what();
+    return testing::PromText();
+  }
+}
+
+// Waits (bounded) for the child to exit; its exit status, or -1 when it is still running.
+int WaitExit(pid_t pid, absl::Duration timeout) {
+  for (absl::Time deadline = absl::Now() + timeout; absl::Now() < deadline;) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    absl::SleepFor(absl::Milliseconds(20));  // polling a child process, bounded
+  }
+  return -1;
+}
+
+class Replicas : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           absl::StrCat("topogang-leader-", ::getpid(), "-", rand());
+    std::filesystem::create_directories(dir_);
+    api_.PutNode(testing::MakeNode("n1", 8, {}));
+    // A long lease: a handover faster than it comes from the release, not from expiry.
+    std::ofstream(dir_ / "config.yaml") << R"(topology: {preset: topograph}
+daemon:
+  leader_election:
+    lease_namespace: topogang-system
+    lease_duration_ms: 20000
+    renew_deadline_ms: 800
+    retry_period_ms: 50
+)";
+  }
+  void TearDown() override {
+    for (pid_t p : pids_) {
+      kill(p, SIGKILL);
+      waitpid(p, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+
+  // A replica with its own kubeconfig token, so the fake server can cut it off alone.
+  pid_t Start(const std::string& name, int port) {
+    const std::string kubeconfig = (dir_ / (name + ".kubeconfig")).string();
+    std::ofstream(kubeconfig) << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                              << "contexts: [{name: c, context: {cluster: k, user: u}}]\n"
+                              << "clusters: [{name: k, cluster: {server: '" << api_.url()
+                              << "'}}]\nusers: [{name: u, user: {token: token-" << name << "}}]\n";
+    setenv("POD_NAME", name.c_str(), 1);
+    pid_t pid = testing::StartTopogangd(
+        {"--kubeconfig", kubeconfig, "--config", (dir_ / "config.yaml").string(), "--http-port",
+         std::to_string(port), "--bind-address", "127.0.0.1"},
+        port);
+    unsetenv("POD_NAME");
+    if (pid > 0) pids_.push_back(pid);
+    return pid;
+  }
+  void Forget(pid_t pid) { std::erase(pids_, pid); }
+
+  std::string Holder() {
+    Json l = api_.GetLease("topogang-system", "topogangd");
+    return l.is_object() ? l["spec"].value("holderIdentity", "") : "";
+  }
+
+  FakeApiServer api_;
+  std::filesystem::path dir_;
+  std::vector<pid_t> pids_;
+};
+
+TEST_F(Replicas, OnlyTheLeaderIsReadyReleaseHandsOverLossExits1) {
+  const int port_a = PickFreePort();
+  pid_t a = Start("replica-a", port_a);
+  ASSERT_GT(a, 0);
+  ASSERT_TRUE(api_.WaitFor([&] { return ReadyStatus(port_a) == 200; }));
+  EXPECT_EQ(Holder().rfind("replica-a_", 0), 0u) << Holder();
+
+  const int port_b = PickFreePort();
+  pid_t b = Start("replica-b", port_b);
+  ASSERT_GT(b, 0);
+  // b lists and watches (warm standby) but is not ready: it does not hold the lease.
+  ASSERT_TRUE(api_.WaitFor([&] { return api_.lists("nodes") >= 2; }));
+  const int gets = api_.lease_requests("GET");
+  ASSERT_TRUE(api_.WaitFor([&] { return api_.lease_requests("GET") >= gets + 10; }));
+  EXPECT_EQ(ReadyStatus(port_b), 503);
+  EXPECT_EQ(ReadyStatus(port_a), 200);
+  // A verb that reaches the standby anyway is refused, never reserved.
+  const std::string body =
+      testing::FilterBody(testing::MakePod(testing::GangPod("g", 1, 0, 1)), {"n1"});
+  EXPECT_TRUE(absl::StrContains(FilterError(port_b, body), "standby"));
+  EXPECT_EQ(FilterError(port_a, body), "");
+  // Metrics tell the two apart (cluster-mode wiring of main.cc).
+  testing::PromText ma = Metrics(port_a), mb = Metrics(port_b);
+  EXPECT_EQ(ma.Get("topogang_leader"), 1);
+  EXPECT_EQ(ma.Get("topogang_ready"), 1);
+  EXPECT_EQ(ma.Get("topogang_model_synced"), 1);
+  EXPECT_EQ(ma.Get("topogang_extender_requests_total", {{"verb", "filter"}, {"result", "ok"}}), 1);
+  EXPECT_EQ(mb.Get("topogang_leader"), 0);
+  EXPECT_EQ(mb.Get("topogang_ready"), 0);
+  EXPECT_EQ(mb.Get("topogang_extender_requests_total", {{"verb", "filter"}, {"result", "standby"}}),
+            1);
+  EXPECT_EQ(mb.Get("topogang_gang_events_total", {{"event", "reserve"}}), 0);
+
+  // Graceful shutdown of the leader: lease released, b ready long before 20 s.
+  const absl::Time term = absl::Now();
+  kill(a, SIGTERM);
+  EXPECT_EQ(WaitExit(a, absl::Seconds(10)), 0);
+  Forget(a);
+  ASSERT_TRUE(api_.WaitFor([&] { return ReadyStatus(port_b) == 200; }));
+  EXPECT_LT(absl::Now() - term, absl::Seconds(10));
+  EXPECT_EQ(Holder().rfind("replica-b_", 0), 0u) << Holder();
+  EXPECT_EQ(api_.GetLease("topogang-system", "topogangd")["spec"]["leaseTransitions"], 1);
+
+  // b loses the API server: after the renew deadline it stops and exits 1 (to restart clean).
+  api_.SetLeaseOutage(FakeApiServer::Outage::kError, "token-replica-b");
+  EXPECT_EQ(WaitExit(b, absl::Seconds(10)), 1);
+  Forget(b);
+}
+
+TEST(TopogangdLeaderFlagsTest, BadFlagsAndStandaloneElectionAreRejected) {
+  const std::string cluster = testing::SourceDir() + "/examples/clusters/lab-64.yaml";
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--cluster", cluster, "--leader-elect=true"},
+        std::vector<std::string>{"--cluster", cluster, "--leader-elect=yes"},
+        std::vector<std::string>{"--in-cluster", "--lease-namespace", "Not_A_Label"}}) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::vector<char*> argv{const_cast<char*>("topogangd")};
+      for (const std::string& s : args) argv.push_back(const_cast<char*>(s.c_str()));
+      argv.push_back(nullptr);
+      execv((testing::BinDir() + "/topogangd").c_str(), argv.data());
+      _exit(127);
+    }
+    EXPECT_EQ(WaitExit(pid, absl::Seconds(10)), 2) << args.back();
+  }
+}
+
+}  // namespace
+}  // namespace topogang

@@ -1,0 +1,511 @@
+// Over 500 lines: one fake API server (nodes, pods, watches, bindings, events, leases) that
+// tests reach over HTTP; its handlers share one lock and one history of changes.
+#include "tests/support/fake_apiserver.h"
+
+#include <cpprest/http_listener.h>
+#include <cpprest/producerconsumerstream.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/free_port.h"
+#include "extender/http_server.h"
+
+namespace topogang::testing {
+
+using web::http::http_request;
+using web::http::http_response;
+using web::http::methods;
+using web::http::status_codes;
+using web::http::experimental::listener::http_listener;
+
+struct FakeApiServer::Watch {
+  std::string kind;
+  concurrency::streams::producer_consumer_buffer<uint8_t> buf;
+  bool closed = false;
+
+  void Write(const std::string& s) {
+    if (closed) return;
+    buf.putn_nocopy(reinterpret_cast<const uint8_t*>(s.data()), s.size()).wait();
+    buf.sync().wait();
+  }
+  void Close() {
+    if (closed) return;
+    closed = true;
+    buf.close(std::ios_base::out).wait();
+  }
+};
+
+Json MakeNode(const std::string& name, int gpus, const std::map<std::string, std::string>& labels) {
+  Json n = Json::parse(R"({"metadata":{"creationTimestamp":"2026-11-22T12:23:58Z"},"spec":{},
+    "status":{"capacity":{"cpu":"192","memory":"2063554392Ki"},"allocatable":{"cpu":"191450m"},
+    "conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}],
+    "daemonEndpoints":{"kubeletEndpoint":{"Port":10250}}}})");
+  n["metadata"]["name"] = name;
+  n["metadata"]["labels"] = labels;
+  n["metadata"]["labels"]["kubernetes.io/hostname"] = name;
+  n["status"]["capacity"]["nvidia.com/gpu"] = std::to_string(gpus);
+  n["status"]["allocatable"]["nvidia.com/gpu"] = std::to_string(gpus);
+  return n;
+}
+
+namespace {
+
+void ReplyJson(http_request req, int code, const Json& body) {
+  http_response r(static_cast<web::http::status_code>(code));
+  r.set_body(DumpJson(body), "application/json");
+  req.reply(r).then([](pplx::task<void> t) {
+    try {
+      t.get();
+    } catch (...) {
+    }
+  });
+}
+
+Json StatusJson(int code, const std::string& reason, const std::string& msg) {
+  return Json{{"kind", "Status"},
+              {"apiVersion", "v1"},
+              {"metadata", Json::object()},
+              {"status", code < 300 ? "Success" : "Failure"},
+              {"message", msg},
+              {"reason", reason},
+              {"code", code}};
+}
+
+std::string PodKey(const Json& pod) {
+  return pod["metadata"].value("namespace", "default") + "/" +
+         pod["metadata"]["name"].get<std::string>();
+}
+
+}  // namespace
+
+FakeApiServer::FakeApiServer() {
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    int port = PickFreePort();
+    url_ = absl::StrCat("http://127.0.0.1:", port);
+    try {
+      listener_ = std::make_unique<http_listener>(url_ + "/");
+      listener_->support([this](http_request req) { Handle(&req); });
+      listener_->open().wait();
+      return;
+    } catch (...) {
+      listener_.reset();
+    }
+  }
+}
+
+FakeApiServer::~FakeApiServer() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ReleaseHungLocked();
+    for (auto& w : watches_) w->Close();
+    watches_.clear();
+  }
+  if (listener_) {
+    try {
+      listener_->close().wait();
+    } catch (...) {
+    }
+  }
+}
+
+void FakeApiServer::Emit(const std::string& kind, const std::string& type, const Json& obj) {
+  history_.push_back({rv_, kind, type, obj});
+  std::string line = DumpJson(Json{{"type", type}, {"object", obj}}) + "\n";
+  for (auto& w : watches_) {
+    if (w->kind == kind) w->Write(line);
+  }
+  cv_.notify_all();
+}
+
+void FakeApiServer::PutNode(Json node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string name = node["metadata"]["name"];
+  node["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  bool existed = nodes_.count(name) > 0;
+  nodes_[name] = node;
+  Emit("nodes", existed ? "MODIFIED" : "ADDED", node);
+}
+
+void FakeApiServer::DeleteNode(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(name);
+  if (it == nodes_.end()) return;
+  Json n = it->second;
+  nodes_.erase(it);
+  n["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  Emit("nodes", "DELETED", n);
+}
+
+void FakeApiServer::PutPod(Json pod) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pod["metadata"].contains("namespace")) pod["metadata"]["namespace"] = "default";
+  std::string key = PodKey(pod);
+  pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  bool existed = pods_.count(key) > 0;
+  pods_[key] = pod;
+  Emit("pods", existed ? "MODIFIED" : "ADDED", pod);
+}
+
+void FakeApiServer::DeletePod(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(ns + "/" + name);
+  if (it == pods_.end()) return;
+  Json p = it->second;
+  pods_.erase(it);
+  p["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  Emit("pods", "DELETED", p);
+}
+
+Json FakeApiServer::GetPod(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pods_.find(ns + "/" + name);
+  return it == pods_.end() ? Json() : it->second;
+}
+
+void FakeApiServer::SendBookmark() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++rv_;
+  for (auto& w : watches_) {
+    Json obj = {{"kind", w->kind == "nodes" ? "Node" : "Pod"},
+                {"apiVersion", "v1"},
+                {"metadata", {{"resourceVersion", std::to_string(rv_)}}}};
+    w->Write(DumpJson(Json{{"type", "BOOKMARK"}, {"object", obj}}) + "\n");
+  }
+}
+
+void FakeApiServer::Compact() {
+  std::lock_guard<std::mutex> lock(mu_);
+  compacted_rv_ = rv_;
+  history_.clear();
+  Json err = StatusJson(410, "Expired", "too old resource version");
+  for (auto& w : watches_) {
+    w->Write(DumpJson(Json{{"type", "ERROR"}, {"object", err}}) + "\n");
+    w->Close();
+  }
+  watches_.clear();
+}
+
+void FakeApiServer::DropWatches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& w : watches_) {
+    w->Write(R"({"type":"MODIFIED","object":{"metadata":{"na)");  // cut mid-event
+    w->Close();
+  }
+  watches_.clear();
+}
+
+int FakeApiServer::lists(const std::string& kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lists_[kind];
+}
+int FakeApiServer::watches(const std::string& kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watch_count_[kind];
+}
+int FakeApiServer::open_watches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(watches_.size());
+}
+std::vector<Json> FakeApiServer::bindings() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bindings_;
+}
+std::vector<Json> FakeApiServer::events() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
+}
+
+bool FakeApiServer::WaitFor(const std::function<bool()>& pred, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(10));  // woken early by any change
+  }
+  return true;
+}
+
+namespace {
+
+std::string LeaseKey(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+// obj[a][b] when it is a string, else "" (never throws on odd bodies).
+std::string StrAt(const Json& obj, const char* a, const char* b) {
+  if (!obj.is_object() || !obj.contains(a) || !obj[a].is_object() || !obj[a].contains(b)) return "";
+  const Json& v = obj[a][b];
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+std::string LeaseConflict(const std::string& name) {
+  return "Operation cannot be fulfilled on leases.coordination.k8s.io \"" + name +
+         "\": the object has been modified; please apply your changes to the latest version and "
+         "try again";
+}
+
+}  // namespace
+
+Json FakeApiServer::GetLease(const std::string& ns, const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = leases_.find(LeaseKey(ns, name));
+  return it == leases_.end() || !it->second.raw.empty() ? Json() : it->second.obj;
+}
+
+void FakeApiServer::SetLease(Json lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string ns = lease["metadata"].value("namespace", "default");
+  lease["metadata"]["namespace"] = ns;
+  lease["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  leases_[LeaseKey(ns, lease["metadata"]["name"].get<std::string>())] = {lease, ""};
+  cv_.notify_all();
+}
+
+void FakeApiServer::SetLeaseRaw(const std::string& ns, const std::string& name,
+                                const std::string& body) {
+  std::lock_guard<std::mutex> lock(mu_);
+  leases_[LeaseKey(ns, name)] = {Json(), body};
+  cv_.notify_all();
+}
+
+void FakeApiServer::SetLeaseOutage(Outage mode, const std::string& bearer_token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lease_outage_ = mode;
+  outage_token_ = bearer_token;
+  if (mode != Outage::kHang) ReleaseHungLocked();
+}
+
+void FakeApiServer::ReleaseHungLocked() {
+  for (auto& h : hung_) {
+    ReplyJson(*std::static_pointer_cast<http_request>(h), 503,
+              StatusJson(503, "ServiceUnavailable", "the server is shutting down"));
+  }
+  hung_.clear();
+}
+
+void FakeApiServer::SetLeaseHook(std::function<void(const std::string&)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  lease_hook_ = std::move(hook);
+}
+
+int FakeApiServer::lease_requests(const std::string& method) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lease_requests_[method];
+}
+
+std::vector<std::string> FakeApiServer::lease_holders() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lease_holders_;
+}
+
+// /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]
+void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& parts) {
+  http_request req = *static_cast<http_request*>(request);
+  const std::string method = req.method();
+  const std::string ns = parts[4];
+  std::function<void(const std::string&)> hook;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hook = lease_hook_;
+  }
+  if (hook) hook(method);
+  std::string body;
+  if (method == methods::POST || method == methods::PUT) body = req.extract_utf8string(true).get();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++lease_requests_[method];
+  cv_.notify_all();
+  if (lease_outage_ != Outage::kNone) {
+    std::string auth;
+    if (req.headers().has("Authorization")) auth = req.headers()["Authorization"];
+    if (outage_token_.empty() || auth == "Bearer " + outage_token_) {
+      if (lease_outage_ == Outage::kHang) {
+        hung_.push_back(std::make_shared<http_request>(req));
+        return;
+      }
+      return ReplyJson(req, 503, StatusJson(503, "ServiceUnavailable", "etcd is unavailable"));
+    }
+  }
+  auto bad = [&](const std::string& msg) {
+    return ReplyJson(req, 400, StatusJson(400, "BadRequest", msg));
+  };
+  if (parts.size() == 6 && method == methods::POST) {
+    Json obj = Json::parse(body, nullptr, false);
+    const std::string name = StrAt(obj, "metadata", "name");
+    if (name.empty()) return bad("Lease: metadata.name required");
+    const std::string key = LeaseKey(ns, name);
+    if (leases_.count(key)) {
+      return ReplyJson(req, 409,
+                       StatusJson(409, "AlreadyExists",
+                                  "leases.coordination.k8s.io \"" + name + "\" already exists"));
+    }
+    obj["metadata"]["namespace"] = ns;
+    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    obj["metadata"]["uid"] = "lease-uid-" + std::to_string(rv_);
+    leases_[key] = {obj, ""};
+    lease_holders_.push_back(StrAt(obj, "spec", "holderIdentity"));
+    return ReplyJson(req, 201, obj);
+  }
+  if (parts.size() != 7) return bad("unsupported lease request");
+  const std::string name = parts[6];
+  const std::string key = LeaseKey(ns, name);
+  auto it = leases_.find(key);
+  if (it == leases_.end()) {
+    return ReplyJson(
+        req, 404,
+        StatusJson(404, "NotFound", "leases.coordination.k8s.io \"" + name + "\" not found"));
+  }
+  if (method == methods::GET) {
+    if (!it->second.raw.empty()) {
+      http_response r(status_codes::OK);
+      r.set_body(it->second.raw, "application/json");
+      req.reply(r).then([](pplx::task<void> t) {
+        try {
+          t.get();
+        } catch (...) {
+        }
+      });
+      return;
+    }
+    return ReplyJson(req, 200, it->second.obj);
+  }
+  if (method == methods::PUT) {
+    Json obj = Json::parse(body, nullptr, false);
+    if (StrAt(obj, "metadata", "name") != name) {
+      return bad("Lease: metadata.name must match the URL");
+    }
+    if (!it->second.raw.empty())
+      return ReplyJson(req, 409, StatusJson(409, "Conflict", LeaseConflict(name)));
+    const std::string rv = StrAt(obj, "metadata", "resourceVersion");
+    if (!rv.empty() && rv != StrAt(it->second.obj, "metadata", "resourceVersion")) {
+      return ReplyJson(req, 409, StatusJson(409, "Conflict", LeaseConflict(name)));
+    }
+    obj["metadata"]["namespace"] = ns;
+    obj["metadata"]["uid"] = StrAt(it->second.obj, "metadata", "uid");
+    obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    it->second.obj = obj;
+    lease_holders_.push_back(StrAt(obj, "spec", "holderIdentity"));
+    return ReplyJson(req, 200, obj);
+  }
+  ReplyJson(req, 405, StatusJson(405, "MethodNotAllowed", "method not allowed"));
+}
+
+void FakeApiServer::RequireToken(const std::string& token) {
+  std::lock_guard<std::mutex> lock(mu_);
+  required_token_ = token;
+}
+
+std::vector<std::string> FakeApiServer::authorizations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return authorizations_;
+}
+
+void FakeApiServer::Handle(void* request) {
+  http_request req = *static_cast<http_request*>(request);
+  const std::string path = req.relative_uri().path();
+  auto query = web::uri::split_query(req.relative_uri().query());
+  std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+  {
+    std::string auth;
+    if (req.headers().has("Authorization")) auth = req.headers()["Authorization"];
+    std::lock_guard<std::mutex> lock(mu_);
+    authorizations_.push_back(auth);
+    if (!required_token_.empty() && auth != "Bearer " + required_token_) {
+      return ReplyJson(req, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
+    }
+  }
+  if (parts.size() >= 6 && parts[0] == "apis" && parts[1] == "coordination.k8s.io" &&
+      parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "leases") {
+    return HandleLease(&req, parts);
+  }
+  // /api/v1/nodes, /api/v1/pods
+  if (req.method() == methods::GET && parts.size() == 3 && parts[0] == "api" &&
+      (parts[2] == "nodes" || parts[2] == "pods")) {
+    const std::string kind = parts[2];
+    std::unique_lock<std::mutex> lock(mu_);
+    if (query.count("watch") && (query["watch"] == "1" || query["watch"] == "true")) {
+      ++watch_count_[kind];
+      int64_t from = 0;
+      if (query.count("resourceVersion")) (void)absl::SimpleAtoi(query["resourceVersion"], &from);
+      if (from < compacted_rv_) {
+        lock.unlock();
+        return ReplyJson(req, 410, StatusJson(410, "Expired", "too old resource version"));
+      }
+      auto w = std::make_shared<Watch>();
+      w->kind = kind;
+      http_response resp(status_codes::OK);
+      resp.headers().add("Content-Type", "application/json");
+      resp.set_body(concurrency::streams::istream(w->buf));
+      req.reply(resp).then([](pplx::task<void> t) {
+        try {
+          t.get();
+        } catch (...) {
+        }
+      });
+      for (const Change& c : history_) {
+        if (c.kind == kind && c.rv > from) {
+          w->Write(DumpJson(Json{{"type", c.type}, {"object", c.obj}}) + "\n");
+        }
+      }
+      watches_.push_back(w);
+      cv_.notify_all();
+      return;
+    }
+    ++lists_[kind];
+    Json items = Json::array();
+    for (const auto& [k, v] : kind == "nodes" ? nodes_ : pods_) items.push_back(v);
+    Json list = {{"kind", kind == "nodes" ? "NodeList" : "PodList"},
+                 {"apiVersion", "v1"},
+                 {"metadata", {{"resourceVersion", std::to_string(rv_)}}},
+                 {"items", items}};
+    cv_.notify_all();
+    lock.unlock();
+    return ReplyJson(req, 200, list);
+  }
+  // /api/v1/namespaces/{ns}/pods/{name}[/binding], /api/v1/namespaces/{ns}/events
+  if (parts.size() >= 5 && parts[0] == "api" && parts[2] == "namespaces") {
+    const std::string ns = parts[3];
+    if (parts[4] == "events" && req.method() == methods::POST) {
+      Json ev = Json::parse(req.extract_utf8string(true).get(), nullptr, false);
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(ev);
+      cv_.notify_all();
+      return ReplyJson(req, 201, ev);
+    }
+    if (parts[4] == "pods" && parts.size() >= 6) {
+      const std::string key = ns + "/" + parts[5];
+      if (parts.size() == 6 && req.method() == methods::GET) {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = pods_.find(key);
+        if (it == pods_.end()) return ReplyJson(req, 404, StatusJson(404, "NotFound", "not found"));
+        return ReplyJson(req, 200, it->second);
+      }
+      if (parts.size() == 7 && parts[6] == "binding" && req.method() == methods::POST) {
+        Json b = Json::parse(req.extract_utf8string(true).get(), nullptr, false);
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = pods_.find(key);
+        if (it == pods_.end()) {
+          return ReplyJson(req, 404,
+                           StatusJson(404, "NotFound", "pods \"" + parts[5] + "\" not found"));
+        }
+        Json& pod = it->second;
+        if (pod["spec"].contains("nodeName") &&
+            !pod["spec"]["nodeName"].get<std::string>().empty()) {
+          return ReplyJson(
+              req, 409,
+              StatusJson(409, "Conflict",
+                         "Operation cannot be fulfilled on pods/binding \"" + parts[5] +
+                             "\": pod " + parts[5] + " is already assigned to node \"" +
+                             pod["spec"]["nodeName"].get<std::string>() + "\""));
+        }
+        bindings_.push_back(b);
+        pod["spec"]["nodeName"] = b["target"]["name"];
+        pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
+        Emit("pods", "MODIFIED", pod);
+        return ReplyJson(req, 201, StatusJson(201, "", ""));
+      }
+    }
+  }
+  ReplyJson(req, 404,
+            StatusJson(404, "NotFound", "the server could not find the requested resource"));
+}
+
+}  // namespace topogang::testing

@@ -1,0 +1,119 @@
+// A fake Kubernetes API server on loopback (cpprest listener) speaking the real JSON: Node and
+// Pod lists with metadata.resourceVersion, chunked watch streams of newline-delimited
+// {"type","object"} events (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR), 410 Gone for compacted
+// resourceVersions, dropped connections, the pods/binding subresource (201, 409 when already
+// bound), Event creation, and coordination.k8s.io/v1 Leases (GET/POST/PUT with optimistic
+// concurrency, plus outages and garbage records for the leader-election tests).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/json_util.h"
+
+namespace web::http::experimental::listener {
+class http_listener;
+}
+
+namespace topogang::testing {
+
+class FakeApiServer {
+ public:
+  FakeApiServer();
+  ~FakeApiServer();
+
+  std::string url() const { return url_; }
+
+  // Objects; each change bumps the resourceVersion and is streamed to open watches.
+  void PutNode(Json node);  // ADDED or MODIFIED
+  void DeleteNode(const std::string& name);
+  void PutPod(Json pod);
+  void DeletePod(const std::string& ns, const std::string& name);
+  Json GetPod(const std::string& ns, const std::string& name);
+
+  void SendBookmark();
+  // Forgets history: open watches get an ERROR 410 event and later watches from an older
+  // resourceVersion are answered 410 too, forcing a relist.
+  void Compact();
+  // Cuts every open watch in the middle of an event (a dropped connection).
+  void DropWatches();
+
+  // Every request must carry `Authorization: Bearer <token>` or gets the API's 401 Status
+  // ("" = no authentication, the default).
+  void RequireToken(const std::string& token);
+  std::vector<std::string> authorizations();  // Authorization headers seen, in order
+  int lists(const std::string& kind);         // "nodes" / "pods"
+  int watches(const std::string& kind);
+  int open_watches();
+  std::vector<Json> bindings();
+  std::vector<Json> events();
+  // --- Leases -----------------------------------------------------------------------------------
+  // GET 404 when absent; POST 201 or 409 AlreadyExists; PUT 404 when absent, 409 Conflict when
+  // metadata.resourceVersion is stale, else 200 with the resourceVersion bumped.
+  Json GetLease(const std::string& ns, const std::string& name);  // null when absent
+  void SetLease(Json lease);  // as if another client wrote it (bumps the resourceVersion)
+  // Serves `body` as-is (HTTP 200) on GET; a PUT against it is a 409 (garbage-record tests).
+  void SetLeaseRaw(const std::string& ns, const std::string& name, const std::string& body);
+  enum class Outage { kNone, kError, kHang };
+  // Lease requests from clients with this bearer token ("" = every client) fail with 503
+  // (kError) or get no answer until the outage ends (kHang).
+  void SetLeaseOutage(Outage mode, const std::string& bearer_token = "");
+  // Runs before each lease request is handled (no lock held): tests change the lease here to
+  // force races. Gets the method ("GET", "POST", "PUT").
+  void SetLeaseHook(std::function<void(const std::string& method)> hook);
+  int lease_requests(const std::string& method);
+  // spec.holderIdentity after every successful lease write, in order.
+  std::vector<std::string> lease_holders();
+
+  // Blocks until pred() holds or the timeout passes (pred may call the accessors above).
+  bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 10000);
+
+ private:
+  struct Watch;
+  void Emit(const std::string& kind, const std::string& type, const Json& obj);
+  void Handle(void* request);
+  void HandleLease(void* request, const std::vector<std::string>& parts);
+
+  std::string url_;
+  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t rv_ = 100;
+  int64_t compacted_rv_ = 0;
+  std::map<std::string, Json> nodes_;
+  std::map<std::string, Json> pods_;  // ns/name
+  struct Change {
+    int64_t rv;
+    std::string kind, type;
+    Json obj;
+  };
+  std::vector<Change> history_;
+  std::vector<std::shared_ptr<Watch>> watches_;
+  std::map<std::string, int> lists_, watch_count_;
+  std::vector<Json> bindings_, events_;
+  std::string required_token_;
+  std::vector<std::string> authorizations_;
+  struct StoredLease {
+    Json obj;
+    std::string raw;  // when set, served instead of obj
+  };
+  std::map<std::string, StoredLease> leases_;  // ns/name
+  Outage lease_outage_ = Outage::kNone;
+  std::string outage_token_;
+  std::vector<std::shared_ptr<void>> hung_;  // requests left unanswered (kHang)
+  std::function<void(const std::string&)> lease_hook_;
+  std::map<std::string, int> lease_requests_;
+  std::vector<std::string> lease_holders_;
+  void ReleaseHungLocked();
+};
+
+// A Node object as the API server returns it.
+Json MakeNode(const std::string& name, int gpus, const std::map<std::string, std::string>& labels);
+
+}  // namespace topogang::testing

@@ -1,0 +1,153 @@
+#include "topogangd/daemon_config.h"
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "common/yaml_util.h"
+
+namespace topogang {
+
+namespace {
+
+// RFC 1123 subdomain (Lease names) or label (namespaces): lowercase alphanumerics, '-', '.'.
+bool IsDnsName(absl::string_view s, bool allow_dots, size_t max_len) {
+  if (s.empty() || s.size() > max_len) return false;
+  if (!absl::ascii_isalnum(s.front()) || !absl::ascii_isalnum(s.back())) return false;
+  for (char c : s) {
+    if (absl::ascii_isupper(c)) return false;
+    if (!absl::ascii_isalnum(c) && c != '-' && !(allow_dots && c == '.')) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<LeaderElectionConfig> ParseLeaderElection(const YAML::Node& n,
+                                                         absl::string_view source) {
+  LeaderElectionConfig c;
+  if (!n.IsDefined() || n.IsNull()) return c;
+  if (!n.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n), ": daemon.leader_election: expected a mapping"));
+  }
+  if (absl::Status s = YamlCheckKeys(n, source,
+                                     {"enabled", "lease_name", "lease_namespace",
+                                      "lease_duration_ms", "renew_deadline_ms", "retry_period_ms"},
+                                     "daemon.leader_election");
+      !s.ok()) {
+    return s;
+  }
+  if (n["enabled"].IsDefined() && !n["enabled"].IsNull()) {
+    auto e = YamlBool(n, "enabled", source, false);
+    if (!e.ok()) return e.status();
+    c.enabled = *e;
+  }
+  auto name = YamlString(n, "lease_name", source, c.lease_name);
+  if (!name.ok()) return name.status();
+  c.lease_name = *name;
+  auto ns = YamlString(n, "lease_namespace", source, c.lease_namespace);
+  if (!ns.ok()) return ns.status();
+  c.lease_namespace = *ns;
+  for (auto [key, field] : {std::pair{"lease_duration_ms", &c.lease_duration_ms},
+                            std::pair{"renew_deadline_ms", &c.renew_deadline_ms},
+                            std::pair{"retry_period_ms", &c.retry_period_ms}}) {
+    auto v = YamlInt(n, key, source, 1, 3600000, *field);
+    if (!v.ok()) return v.status();
+    *field = *v;
+  }
+  if (absl::Status s = ValidateLeaderElection(c, YamlWhere(source, n)); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace
+
+absl::Status ValidateLeaderElection(const LeaderElectionConfig& c, absl::string_view source) {
+  auto bad = [&](absl::string_view msg) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": daemon.leader_election: ", msg));
+  };
+  if (!IsDnsName(c.lease_name, true, 253)) {
+    return bad(absl::StrCat("lease_name \"", c.lease_name,
+                            "\" is not a DNS subdomain (lowercase letters, digits, '-', '.')"));
+  }
+  if (!c.lease_namespace.empty() && !IsDnsName(c.lease_namespace, false, 63)) {
+    return bad(absl::StrCat("lease_namespace \"", c.lease_namespace,
+                            "\" is not a DNS label (lowercase letters, digits, '-')"));
+  }
+  if (c.lease_duration_ms <= 0 || c.renew_deadline_ms <= 0 || c.retry_period_ms <= 0) {
+    return bad("lease_duration_ms, renew_deadline_ms and retry_period_ms must be > 0");
+  }
+  if (c.renew_deadline_ms >= c.lease_duration_ms) {
+    return bad(absl::StrCat("renew_deadline_ms (", c.renew_deadline_ms,
+                            ") must be less than lease_duration_ms (", c.lease_duration_ms,
+                            "): a leader must give up before a standby may take over"));
+  }
+  if (c.retry_period_ms >= c.renew_deadline_ms) {
+    return bad(absl::StrCat("retry_period_ms (", c.retry_period_ms,
+                            ") must be less than renew_deadline_ms (", c.renew_deadline_ms,
+                            "): the leader needs several renewal attempts per deadline"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string_view source) {
+  DaemonConfig c;
+  if (!d.IsDefined() || d.IsNull()) return c;
+  if (!d.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, d), ": daemon: expected a mapping"));
+  }
+  if (absl::Status s = YamlCheckKeys(
+          d, source,
+          {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
+           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
+           "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
+           "leader_election", "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
+          "daemon");
+      !s.ok()) {
+    return s;
+  }
+  auto port = YamlInt(d, "http_port", source, 1, 65535, c.http.port);
+  if (!port.ok()) return port.status();
+  c.http.port = static_cast<int>(*port);
+  for (auto [key, field] :
+       {std::pair{"bind_address", &c.http.bind_address}, std::pair{"url_prefix", &c.http.prefix},
+        std::pair{"filter_verb", &c.http.filter_verb},
+        std::pair{"prioritize_verb", &c.http.prioritize_verb},
+        std::pair{"bind_verb", &c.http.bind_verb}, std::pair{"preempt_verb", &c.http.preempt_verb},
+        std::pair{"gpu_resource", &c.extender.gpu_resource}}) {
+    auto v = YamlString(d, key, source, *field);
+    if (!v.ok()) return v.status();
+    *field = *v;
+  }
+  auto window = YamlInt(d, "bind_window_ms", source, 10, 600000,
+                        absl::ToInt64Milliseconds(c.extender.bind_window));
+  if (!window.ok()) return window.status();
+  c.extender.bind_window = absl::Milliseconds(*window);
+  auto body = YamlInt(d, "max_body_bytes", source, 1024, int64_t{1} << 32,
+                      static_cast<int64_t>(c.http.max_body_bytes));
+  if (!body.ok()) return body.status();
+  c.http.max_body_bytes = static_cast<size_t>(*body);
+  auto threads = YamlInt(d, "http_threads", source, 0, 64, c.http.threads);
+  if (!threads.ok()) return threads.status();
+  c.http.threads = static_cast<int>(*threads);
+  auto conns = YamlInt(d, "max_connections", source, 1, 1000000, c.http.max_connections);
+  if (!conns.ok()) return conns.status();
+  c.http.max_connections = static_cast<int>(*conns);
+  auto starve = YamlInt(d, "starvation_threshold_seconds", source, 1, 30 * 86400,
+                        absl::ToInt64Seconds(c.extender.queue.starvation_threshold));
+  if (!starve.ok()) return starve.status();
+  c.extender.queue.starvation_threshold = absl::Seconds(*starve);
+  auto hold_min = YamlInt(d, "hold_min_gpus", source, 1, 10000000, c.extender.queue.hold_min_gpus);
+  if (!hold_min.ok()) return hold_min.status();
+  c.extender.queue.hold_min_gpus = static_cast<int>(*hold_min);
+  auto holds = YamlInt(d, "max_holds", source, 0, 1000, c.extender.queue.max_holds);
+  if (!holds.ok()) return holds.status();
+  c.extender.queue.max_holds = static_cast<int>(*holds);
+  auto le = ParseLeaderElection(d["leader_election"], source);
+  if (!le.ok()) return le.status();
+  c.leader_election = *le;
+  if (c.extender.gpu_resource.empty() || c.http.filter_verb.empty() || c.http.bind_verb.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": daemon: verbs and gpu_resource must not be empty"));
+  }
+  return c;
+}
+
+}  // namespace topogang

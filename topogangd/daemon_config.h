@@ -1,0 +1,57 @@
+// topogangd's own settings: the `daemon:` section of the config file, overridden by flags.
+//
+//   daemon:
+//     http_port: 8888              bind_address: 0.0.0.0
+//     url_prefix: /topogang        # kube-scheduler urlPrefix path part
+//     filter_verb: filter          prioritize_verb: prioritize
+//     bind_verb: bind              preempt_verb: preempt
+//     gpu_resource: nvidia.com/gpu
+//     bind_window_ms: 4000         # below kube-scheduler's extender httpTimeout (5s)
+//     max_body_bytes: 67108864
+//     http_threads: 0              # 0 = min(4, max(2, cores)); verbs run on these threads
+//     max_connections: 16384        # > the largest gang: each member waits at bind on its own
+//     starvation_threshold_seconds: 600   # then GPUs are held for the oldest large gang
+//     hold_min_gpus: 64                   # only gangs this large get holds
+//     max_holds: 1
+//     leader_election:             # cluster mode: one serving replica, warm standbys
+//       enabled: true              # default: true in cluster mode, false standalone
+//       lease_name: topogangd      lease_namespace: <pod's namespace, else kube-system>
+//       lease_duration_ms: 15000   renew_deadline_ms: 10000   retry_period_ms: 2000
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "extender/extender_service.h"
+#include "extender/http_server.h"
+
+namespace topogang {
+
+// client-go's defaults. Validity: 0 < retry_period < renew_deadline < lease_duration (the gap
+// between renew_deadline and lease_duration is what keeps two replicas from serving at once).
+struct LeaderElectionConfig {
+  std::optional<bool> enabled;  // unset: on in cluster mode, off standalone
+  std::string lease_name = "topogangd";
+  std::string lease_namespace;  // "" = the pod's namespace (service account), else kube-system
+  int64_t lease_duration_ms = 15000;
+  int64_t renew_deadline_ms = 10000;
+  int64_t retry_period_ms = 2000;
+};
+
+struct DaemonConfig {
+  HttpServerOptions http;
+  GangLedgerOptions extender;
+  LeaderElectionConfig leader_election;
+};
+
+// Checks names (DNS subdomain / label) and the duration ordering; for values set by flags too.
+absl::Status ValidateLeaderElection(const LeaderElectionConfig& c, absl::string_view source);
+
+// `daemon` may be undefined (defaults). Unknown keys and bad values are errors with positions.
+absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& daemon, absl::string_view source);
+
+}  // namespace topogang

@@ -1,0 +1,310 @@
+// topogangd: the kube-scheduler extender daemon.
+//
+//   topogangd --cluster FILE [--config FILE] --http-port P [--bind-address 127.0.0.1]
+//       standalone: the cluster file is the node set, bindings are recorded in memory
+//   topogangd (--kubeconfig FILE | --in-cluster) [--config FILE] [--http-port P]
+//       cluster mode: nodes and pods from the API server, bindings through it
+//   Either mode also serves the gRPC placement and agent services when the config has a
+//   daemon.grpc section or --grpc-address is given (docs/grpc.md).
+//
+// Cluster mode runs leader election on a Lease (daemon.leader_election, --leader-elect): every
+// replica lists and watches (a warm standby), only the leader is ready and serves. See
+// docs/high-availability.md.
+//
+// SIGTERM/SIGINT: stop listening, fail held binds, release the lease, exit 0.
+// Leadership lost (renewal failed past the renew deadline): fail held binds, exit 1.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "api/grpc_config.h"
+#include "api/grpc_server.h"
+#include "common/args.h"
+#include "common/file_util.h"
+#include "config/config_file.h"
+#include "config/loader.h"
+#include "daemon/daemon_state.h"
+#include "daemon/gang_ledger.h"
+#include "daemon/metrics.h"
+#include "extender/extender_service.h"
+#include "extender/http_server.h"
+#include "kube/kube_sync.h"
+#include "kube/leader_election.h"
+#include "topogangd/daemon_config.h"
+
+namespace topogang {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: topogangd --cluster FILE [--config FILE] --http-port P [--bind-address ADDR]\n"
+    "       topogangd (--kubeconfig FILE | --in-cluster) [--config FILE] [--http-port P]\n"
+    "options: --url-prefix PATH  --bind-window-ms N  --gpu-resource NAME\n"
+    "         --grpc-address HOST:PORT (gRPC placement + agent services; also daemon.grpc)\n"
+    "         --grpc-insecure-agents (accept agents without a token or certificate: demos only)\n"
+    "         --leader-elect=true|false (cluster mode; default true)  --lease-namespace NS\n";
+
+int Fail(const std::string& msg) {
+  std::cerr << "topogangd: " << msg << "\n";
+  return 2;
+}
+
+int Main(int argc, char** argv) {
+  auto args =
+      ParseArgs(argc, argv, 1,
+                {"cluster", "config", "http-port", "bind-address", "url-prefix", "bind-window-ms",
+                 "gpu-resource", "kubeconfig", "grpc-address", "leader-elect", "lease-namespace"},
+                {"in-cluster", "help", "grpc-insecure-agents"});
+  if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
+  if (args->Has("help")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  const bool kube = args->Has("kubeconfig") || args->Has("in-cluster");
+  if (kube == args->Has("cluster")) {
+    return Fail(
+        absl::StrCat("give exactly one of --cluster or --kubeconfig/--in-cluster\n", kUsage));
+  }
+
+  // Config file (optional): topology, scheduler options, daemon section.
+  TopogangConfig config;
+  if (args->Has("config")) {
+    auto text = ReadFileToString(args->Get("config"));
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    auto c = ParseConfigFile(*text, args->Get("config"));
+    if (!c.ok()) return Fail(std::string(c.status().message()));
+    config = *c;
+  }
+  auto dc = ParseDaemonConfig(config.daemon, args->Get("config", "config"));
+  if (!dc.ok()) return Fail(std::string(dc.status().message()));
+  DaemonConfig daemon = *dc;
+  if (args->Has("http-port")) {
+    int port = 0;
+    if (!absl::SimpleAtoi(args->Get("http-port"), &port) || port <= 0 || port > 65535) {
+      return Fail("--http-port: expected 1..65535");
+    }
+    daemon.http.port = port;
+  }
+  if (args->Has("bind-address")) daemon.http.bind_address = args->Get("bind-address");
+  if (args->Has("url-prefix")) daemon.http.prefix = args->Get("url-prefix");
+  if (args->Has("gpu-resource")) daemon.extender.gpu_resource = args->Get("gpu-resource");
+  if (args->Has("bind-window-ms")) {
+    int ms = 0;
+    if (!absl::SimpleAtoi(args->Get("bind-window-ms"), &ms) || ms < 10 || ms > 600000) {
+      return Fail("--bind-window-ms: expected 10..600000");
+    }
+    daemon.extender.bind_window = absl::Milliseconds(ms);
+  }
+
+  LeaderElectionConfig election = daemon.leader_election;
+  if (args->Has("leader-elect")) {
+    const std::string v = args->Get("leader-elect");
+    if (v != "true" && v != "false") return Fail("--leader-elect: expected true or false");
+    election.enabled = v == "true";
+  }
+  if (args->Has("lease-namespace")) {
+    election.lease_namespace = args->Get("lease-namespace");
+    if (absl::Status s = ValidateLeaderElection(election, "--lease-namespace"); !s.ok()) {
+      return Fail(std::string(s.message()));
+    }
+  }
+  const bool elect = election.enabled.value_or(kube);
+  if (elect && !kube) {
+    return Fail("leader election needs cluster mode (--kubeconfig or --in-cluster)");
+  }
+
+  const bool want_grpc = args->Has("grpc-address") ||
+                         (config.daemon.IsDefined() && config.daemon.IsMap() &&
+                          config.daemon["grpc"].IsDefined() && !config.daemon["grpc"].IsNull());
+  GrpcServerOptions grpc_options;
+  if (want_grpc) {
+    auto g = ParseGrpcConfig(config.daemon.IsMap() ? config.daemon["grpc"] : YAML::Node(),
+                             args->Get("config", "config"));
+    if (!g.ok()) return Fail(std::string(g.status().message()));
+    grpc_options = *g;
+    if (args->Has("grpc-address")) grpc_options.address = args->Get("grpc-address");
+    if (args->Has("grpc-insecure-agents")) grpc_options.allow_unauthenticated_agents = true;
+  }
+  // Block the stop signals in every thread; main waits for them with sigwait.
+  // Every gang member waits at the bind barrier on its own connection: a 2,000-member gang is
+  // 2,000 sockets. Take the whole hard limit of open files and say so if it is short.
+  if (rlimit nofile{}; getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+    if (nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    getrlimit(RLIMIT_NOFILE, &nofile);
+    const rlim_t want = static_cast<rlim_t>(daemon.http.max_connections) + 256;
+    if (nofile.rlim_cur != RLIM_INFINITY && nofile.rlim_cur < want) {
+      std::cerr << "topogangd: warning: open-files limit " << nofile.rlim_cur
+                << " is below http max_connections + 256 (" << want << "); gangs larger than ~"
+                << (nofile.rlim_cur > 256 ? nofile.rlim_cur - 256 : 0)
+                << " members cannot all wait at the bind barrier" << std::endl;
+    }
+  }
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGUSR1);  // raised by the elector when leadership is lost
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+
+  SystemClock clock;
+  std::unique_ptr<DaemonState> state;
+  std::unique_ptr<Binder> binder;
+  std::unique_ptr<KubeSync> sync;
+  KubeConfig kube_config;
+  TopologyConfig topology;
+  if (!kube) {
+    auto loaded = LoadClusterFiles(args->Get("cluster"), args->Get("config"));
+    if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+    auto cluster = BuildCluster(*loaded);
+    if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
+    for (const std::string& w : loaded->warnings) std::cerr << "topogangd: warning: " << w << "\n";
+    state = std::make_unique<DaemonState>(
+        GangScheduler(std::move(*cluster), loaded->config.scheduler), clock);
+    binder = std::make_unique<MemoryBinder>();
+  } else {
+    if (config.topology) {
+      topology = *config.topology;
+    } else {
+      auto preset = PresetTopology("topograph");
+      if (!preset.ok()) return Fail(std::string(preset.status().message()));
+      topology = *preset;
+    }
+    auto kc = args->Has("in-cluster") ? InClusterConfig() : LoadKubeconfig(args->Get("kubeconfig"));
+    if (!kc.ok()) return Fail(std::string(kc.status().message()));
+    auto empty = Cluster::Build(ClusterSpec{}, topology);
+    if (!empty.ok()) return Fail(std::string(empty.status().message()));
+    state =
+        std::make_unique<DaemonState>(GangScheduler(std::move(*empty), config.scheduler), clock);
+    kube_config = *kc;
+    auto client = std::make_shared<KubeClient>(*kc);
+    binder = std::make_unique<KubeBinder>(client);
+    sync = std::make_unique<KubeSync>(client, *state, topology, daemon.extender.gpu_resource);
+  }
+  // Before the service, so it outlives it (held binds failed at teardown still count).
+  DaemonMetrics metrics(state.get());
+  GangLedger ledger(*state, *binder, daemon.extender);
+  ExtenderService service(ledger);
+  metrics.AttachLedger(&ledger);
+  ExtenderHttpServer server(service, daemon.http, &metrics);
+  // Ready (in the Service's endpoints) only when the model is in sync AND this replica leads.
+  std::atomic<bool> synced{!sync}, leading{!elect}, lost{false};
+  std::mutex lost_mu;
+  std::string lost_why;
+  std::mutex ready_mu;  // read-and-set as one step: the sync and the elector race here
+  auto update_ready = [&] {
+    std::lock_guard<std::mutex> l(ready_mu);
+    // A standby answers verbs with an error (a Service may route one to it during a failover):
+    // its reservation ledger is empty, and two ledgers would double-book GPUs.
+    server.SetLeader(leading);  // these two also set topogang_leader and topogang_ready
+    server.SetReady(synced && leading);
+    metrics.SetModelSynced(synced);
+  };
+  update_ready();
+  if (sync) {
+    sync->Attach(&ledger, [&] {
+      synced = true;
+      update_ready();
+    });
+  }
+  SteadyClock election_clock;  // deadlines must not jump with the wall clock
+  std::unique_ptr<LeaderElector> elector;
+  if (elect) {
+    LeaderElectorOptions eo;
+    eo.lease_name = election.lease_name;
+    eo.lease_namespace = election.lease_namespace.empty()
+                             ? DefaultLeaseNamespace(kServiceAccountDir)
+                             : election.lease_namespace;
+    eo.identity = MakeLeaderIdentity();
+    eo.lease_duration = absl::Milliseconds(election.lease_duration_ms);
+    eo.renew_deadline = absl::Milliseconds(election.renew_deadline_ms);
+    eo.retry_period = absl::Milliseconds(election.retry_period_ms);
+    LeaderCallbacks cb;
+    cb.on_started_leading = [&] {
+      leading = true;
+      update_ready();
+    };
+    cb.on_stopped_leading = [&](const absl::Status& why) {
+      leading = false;
+      update_ready();
+      if (why.ok()) return;  // released by our own shutdown
+      // Lost: a standby may take over once the lease expires, so stop acting now. Held binds
+      // fail (kube-scheduler retries them against the new leader). Then exit(1), like client-go:
+      // this replica's in-memory ledger may disagree with what the new leader decides, and a
+      // clean restart (Deployment) rejoins as a standby that relists from the API server,
+      // instead of trying to reconcile a half-stale state in place.
+      ledger.FailHeldBinds(absl::StrCat("topogangd lost leadership: ", why.message()));
+      {
+        std::lock_guard<std::mutex> l(lost_mu);
+        lost_why = std::string(why.message());
+      }
+      lost = true;
+      kill(getpid(), SIGUSR1);  // main thread shuts down and exits 1
+    };
+    cb.on_new_leader = [](const std::string& holder) {
+      std::cerr << "topogangd: leader election: lease holder is now "
+                << (holder.empty() ? "nobody (released)" : holder) << std::endl;
+    };
+    // Its own client: requests time out within the renew deadline, so a hung API server
+    // cannot stall renewals (the elector's watchdog enforces the deadline regardless).
+    elector = std::make_unique<LeaderElector>(
+        std::make_shared<KubeClient>(kube_config, eo.renew_deadline), eo, std::move(cb),
+        election_clock);
+  }
+  if (absl::Status s = server.Start(); !s.ok()) return Fail(std::string(s.message()));
+  if (sync) sync->Start();
+  if (elector) elector->Start();
+  std::unique_ptr<GrpcServer> grpc_server;
+  if (want_grpc) {
+    auto g = StartGrpcServer(*state, grpc_options);
+    if (!g.ok()) {
+      server.Stop();
+      return Fail(absl::StrCat("gRPC on ", grpc_options.address, ": ", g.status().message()));
+    }
+    grpc_server = *std::move(g);
+    metrics.SetAgentStreamsSource(
+        [g = grpc_server.get()] { return static_cast<double>(g->agents().active_streams()); });
+    std::cerr << "topogangd: gRPC on port " << grpc_server->port() << std::endl;
+  }
+  std::cerr << "topogangd: serving " << server.BaseUrl() << daemon.http.prefix << "/{"
+            << daemon.http.filter_verb << "," << daemon.http.prioritize_verb << ","
+            << daemon.http.bind_verb << "," << daemon.http.preempt_verb << "} ("
+            << (kube ? "cluster mode" : "standalone") << ")" << std::endl;
+
+  int sig = 0;
+  for (;;) {
+    sigwait(&stop, &sig);
+    if (sig != SIGUSR1 || lost) break;  // a stray SIGUSR1 is not a lost lease
+  }
+  if (lost) {
+    std::lock_guard<std::mutex> l(lost_mu);
+    std::cerr << "topogangd: leadership lost (" << lost_why
+              << "); exiting with status 1 to restart as a standby" << std::endl;
+  } else {
+    std::cerr << "topogangd: signal " << sig << ", shutting down" << std::endl;
+  }
+  // Stop serving before the lease is released, so two replicas never serve at once.
+  leading = false;
+  update_ready();
+  if (sync) sync->Stop();
+  if (grpc_server) grpc_server->Shutdown();
+  server.Stop();
+  if (elector) elector->Stop();  // a leader releases the lease: the standby takes over at once
+  state->Shutdown();
+  return lost ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace topogang
+
+int main(int argc, char** argv) { return topogang::Main(argc, argv); }
