@@ -59,7 +59,7 @@ Emulator::Emulator(EmulatorOptions options)
 Emulator::~Emulator() { Stop(); }
 
 absl::Status Emulator::Start() {
-  if (started_) return absl::FailedPreconditionError("already started");
+  if (started_ || stopping_) return absl::FailedPreconditionError("already started");
   const absl::Duration retry = std::max(clock_.ToReal(absl::Seconds(1)), absl::Milliseconds(5));
   node_informer_ = std::make_unique<Informer>(
       options_.api_server_url, "/api/v1/nodes",

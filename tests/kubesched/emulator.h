@@ -88,6 +88,7 @@ struct PodRecord {
   int attempts = 0;          // scheduling cycles run for the pod
   int fit_errors = 0, errors = 0;
   int bind_attempts = 0, bind_failures = 0;
+  bool binding = false;             // its binding cycle is running (e.g. held by the extender)
   std::string last_failure;         // the FailedScheduling text of the last failure
   absl::Time first_seen, bound_at;  // virtual time; bound_at when spec.nodeName appeared
   bool deleted = false;
@@ -117,7 +118,8 @@ class Emulator {
   Emulator& operator=(const Emulator&) = delete;
 
   // Lists nodes and pods, then starts the watches, the scheduling thread and the queue's
-  // flush timers. Fails when the first list does not arrive within sync_timeout.
+  // flush timers. Fails when the first list does not arrive within sync_timeout. An emulator
+  // runs once: Start after Stop fails.
   absl::Status Start();
   // Stops scheduling, cancels extender and API requests in flight (their binds are abandoned
   // and not requeued), and joins every thread.

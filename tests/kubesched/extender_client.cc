@@ -5,8 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -236,7 +237,7 @@ absl::StatusOr<ExtenderFilterResult> ExtenderClient::Filter(
   if (node_list && !node_list->is_object()) return TypeError("Nodes", "v1.NodeList");
   if (!error->empty()) return absl::UnknownError(*error);
   if (config_.node_cache_capable && names) {
-    std::set<std::string> offered;
+    std::unordered_set<std::string_view> offered;
     for (const NodeState* n : nodes) offered.insert(n->node->name);
     for (const Json& n : *names) {
       if (!n.is_string()) return TypeError("NodeNames", "[]string");

@@ -319,7 +319,7 @@ TEST(SchedulerCache, AssumeConfirmForgetAndZoneOrder) {
   cache.AddNode(MakeNode("a3", R"({"topology.kubernetes.io/zone": "a"})"));
   cache.AddNode(MakeNode("b1", R"({"topology.kubernetes.io/zone": "b"})"));
   std::vector<std::string> order;
-  for (const NodeStatePtr& s : cache.Snapshot()) order.push_back(s->node->name);
+  for (const NodeStatePtr& s : *cache.Snapshot()) order.push_back(s->node->name);
   EXPECT_EQ(order, (std::vector<std::string>{"a1", "b1", "a2", "a3"}));  // zones round-robin
 
   PodPtr pod = GpuPod("p", 3);
@@ -329,10 +329,11 @@ TEST(SchedulerCache, AssumeConfirmForgetAndZoneOrder) {
   EXPECT_EQ(cache.GetNode("a2")->requested.Scalar("nvidia.com/gpu"), 3);
   EXPECT_EQ(cache.GetNode("a2")->num_pods, 1);
   // A snapshot taken before a change does not see it.
-  std::vector<NodeStatePtr> before = cache.Snapshot();
+  NodeSnapshot before = cache.Snapshot();
   ASSERT_TRUE(cache.ForgetPod(pod->uid).ok());
   EXPECT_EQ(cache.GetNode("a2")->num_pods, 0);
-  EXPECT_EQ(before[2]->num_pods, 1);
+  EXPECT_EQ((*before)[2]->num_pods, 1);
+  EXPECT_EQ((*cache.Snapshot())[2]->num_pods, 0);
   // Confirmed by the informer on another node than assumed: it moves there.
   ASSERT_TRUE(cache.AssumePod(pod, "a2").ok());
   cache.AddPod(GpuPod("p", 3, R"({"nodeName": "b1"})"));

@@ -152,7 +152,8 @@ void Emulator::ScheduleOne(QueuedPodInfo info) {
 
 Emulator::CycleResult Emulator::SchedulePod(const Pod& pod) {
   CycleResult r;
-  std::vector<NodeStatePtr> snapshot = cache_.Snapshot();
+  const NodeSnapshot snapshot_ptr = cache_.Snapshot();
+  const std::vector<NodeStatePtr>& snapshot = *snapshot_ptr;
   const size_t n = snapshot.size();
   if (n == 0) {
     r.outcome = CycleResult::Outcome::kNoNodes;
@@ -216,11 +217,20 @@ Emulator::CycleResult Emulator::SchedulePod(const Pod& pod) {
       if (res->failed_and_unresolvable.count(node)) continue;
       statuses[node] = Status{Code::kUnschedulable, kExtenderPlugin, {msg}};
     }
+    // Returned names are normally a subset of those offered; a Nodes reply is not checked, so
+    // fall back to the whole snapshot for a name that was not offered.
     std::unordered_map<std::string, const NodeState*> by_name;
-    for (const NodeStatePtr& s : snapshot) by_name[s->node->name] = s.get();
+    for (const NodeState* s : feasible) by_name[s->node->name] = s;
     std::vector<const NodeState*> next;
+    bool all_nodes_indexed = false;
     for (const std::string& name : res->nodes) {
-      if (auto it = by_name.find(name); it != by_name.end()) next.push_back(it->second);
+      auto it = by_name.find(name);
+      if (it == by_name.end() && !all_nodes_indexed) {
+        for (const NodeStatePtr& s : snapshot) by_name.emplace(s->node->name, s.get());
+        all_nodes_indexed = true;
+        it = by_name.find(name);
+      }
+      if (it != by_name.end()) next.push_back(it->second);
     }
     feasible = std::move(next);
   }
@@ -247,7 +257,9 @@ Emulator::CycleResult Emulator::SchedulePod(const Pod& pod) {
   }
   std::vector<absl::StatusOr<std::vector<HostPriority>>> results(prioritizers.size(),
                                                                  absl::UnknownError("not run"));
-  {
+  if (prioritizers.size() == 1) {
+    results[0] = prioritizers[0]->Prioritize(pod, feasible);
+  } else {
     std::vector<std::thread> threads;  // one goroutine per extender, as kube-scheduler does
     for (size_t i = 0; i < prioritizers.size(); ++i) {
       threads.emplace_back([&, i] { results[i] = prioritizers[i]->Prioritize(pod, feasible); });
@@ -299,6 +311,7 @@ void Emulator::Bind(QueuedPodInfo info, const std::string& node) {
     ++(binder ? counters_.bind_calls : counters_.api_bind_calls);
     if (auto it = records_.find(info.pod->key()); it != records_.end()) {
       ++it->second.bind_attempts;
+      it->second.binding = true;
     }
   }
   // bindingCycle: the scheduling attempt is over once the pod is past Permit.
@@ -330,6 +343,7 @@ void Emulator::OnBindDone(QueuedPodInfo info, const std::string& node, absl::Sta
       ++counters_.binds_ok;
     }
     d.kind = Decision::Kind::kBound;
+    d.cycle = queue_.SchedulingCycle();
     Log(std::move(d));
   } else {
     {
@@ -353,6 +367,7 @@ void Emulator::OnBindDone(QueuedPodInfo info, const std::string& node, absl::Sta
   {
     std::lock_guard<std::mutex> lock(mu_);
     --counters_.binds_in_flight;
+    if (auto it = records_.find(pod->key()); it != records_.end()) it->second.binding = false;
   }
   Changed();
 }

@@ -16,8 +16,13 @@ void SchedulerCache::AccountLocked(const Pod& pod, const std::string& node, int 
   e.nonzero_milli_cpu += sign * pod.nonzero_milli_cpu;
   e.nonzero_memory += sign * pod.nonzero_memory;
   e.num_pods += sign;
-  e.state.reset();
+  TouchLocked(e);
   if (!e.node && e.num_pods == 0) nodes_.erase(node);
+}
+
+void SchedulerCache::TouchLocked(NodeEntry& e) {
+  if (e.state && e.pos >= 0 && !order_dirty_) changed_.push_back(&e);
+  e.state.reset();
 }
 
 void SchedulerCache::AddToTreeLocked(const Node& node) {
@@ -54,7 +59,7 @@ void SchedulerCache::AddNode(NodePtr node) {
     AddToTreeLocked(*node);
   }
   e.node = std::move(node);
-  e.state.reset();
+  TouchLocked(e);
 }
 
 void SchedulerCache::UpdateNode(NodePtr node) { AddNode(std::move(node)); }
@@ -67,6 +72,7 @@ void SchedulerCache::RemoveNode(const std::string& name) {
   --num_real_nodes_;
   it->second.node.reset();
   it->second.state.reset();
+  it->second.pos = -1;
   if (it->second.num_pods == 0) nodes_.erase(it);
 }
 
@@ -149,28 +155,38 @@ NodeStatePtr SchedulerCache::StateLocked(NodeEntry& e) {
   return e.state;
 }
 
-std::vector<NodeStatePtr> SchedulerCache::Snapshot() {
+NodeSnapshot SchedulerCache::Snapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   if (order_dirty_) {
     // nodeTree.list(): one node from each zone per round.
-    order_.clear();
+    for (auto& [name, e] : nodes_) e.pos = -1;
+    auto list = std::make_shared<std::vector<NodeStatePtr>>();
+    list->reserve(num_real_nodes_);
     for (size_t round = 0;; ++round) {
       bool any = false;
       for (const std::string& zone : zones_) {
         const auto& names = tree_[zone];
-        if (round < names.size()) {
-          order_.push_back(names[round]);
-          any = true;
-        }
+        if (round >= names.size()) continue;
+        NodeEntry& e = nodes_[names[round]];
+        e.pos = static_cast<int64_t>(list->size());
+        list->push_back(StateLocked(e));
+        any = true;
       }
       if (!any) break;
     }
+    snapshot_ = std::move(list);
+    changed_.clear();
     order_dirty_ = false;
+  } else if (!changed_.empty()) {
+    if (snapshot_.use_count() > 1) {
+      snapshot_ = std::make_shared<std::vector<NodeStatePtr>>(*snapshot_);  // still in use
+    }
+    for (NodeEntry* e : changed_) {
+      if (e->pos >= 0) (*snapshot_)[e->pos] = StateLocked(*e);
+    }
+    changed_.clear();
   }
-  std::vector<NodeStatePtr> out;
-  out.reserve(order_.size());
-  for (const std::string& name : order_) out.push_back(StateLocked(nodes_[name]));
-  return out;
+  return snapshot_;
 }
 
 NodeStatePtr SchedulerCache::GetNode(const std::string& name) {

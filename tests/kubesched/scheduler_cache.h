@@ -27,6 +27,8 @@
 namespace topogang::kubesched {
 
 using NodeStatePtr = std::shared_ptr<const NodeState>;
+// Every node in node-tree order, as one scheduling cycle sees them.
+using NodeSnapshot = std::shared_ptr<const std::vector<NodeStatePtr>>;
 
 class SchedulerCache {
  public:
@@ -49,7 +51,9 @@ class SchedulerCache {
   // The node the pod counts on ("" when the cache does not hold it).
   std::string NodeOf(const std::string& uid) const;
 
-  std::vector<NodeStatePtr> Snapshot();
+  // Cheap when little changed: the list is shared copy-on-write between snapshots and only
+  // the nodes that changed since the last one are rebuilt.
+  NodeSnapshot Snapshot();
   NodeStatePtr GetNode(const std::string& name);
   size_t NumNodes() const;
 
@@ -60,6 +64,7 @@ class SchedulerCache {
     int64_t nonzero_milli_cpu = 0, nonzero_memory = 0;
     int num_pods = 0;
     NodeStatePtr state;  // rebuilt lazily after a change
+    int64_t pos = -1;    // index in the snapshot list, -1 when not listed
   };
   struct PodEntry {
     PodPtr pod;
@@ -69,6 +74,7 @@ class SchedulerCache {
   };
 
   void AccountLocked(const Pod& pod, const std::string& node, int sign);
+  void TouchLocked(NodeEntry& e);
   void AddToTreeLocked(const Node& node);
   void RemoveFromTreeLocked(const std::string& name, const std::string& zone);
   NodeStatePtr StateLocked(NodeEntry& e);
@@ -81,7 +87,8 @@ class SchedulerCache {
   std::vector<std::string> zones_;
   std::map<std::string, std::vector<std::string>> tree_;
   bool order_dirty_ = true;
-  std::vector<std::string> order_;
+  std::shared_ptr<std::vector<NodeStatePtr>> snapshot_;
+  std::vector<NodeEntry*> changed_;  // listed nodes changed since the last snapshot
 };
 
 }  // namespace topogang::kubesched
