@@ -364,12 +364,12 @@ void Emulator::OnBindDone(QueuedPodInfo info, const std::string& node, absl::Sta
     d.requeued_to = HandleFailure(std::move(info), /*fit_error=*/false, {});
     Log(std::move(d));
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    --counters_.binds_in_flight;
-    if (auto it = records_.find(pod->key()); it != records_.end()) it->second.binding = false;
-  }
-  Changed();
+  // Last: once binds_in_flight drops, Stop() may return and the emulator go away, so nothing
+  // of it is touched after the lock is released.
+  std::lock_guard<std::mutex> lock(mu_);
+  --counters_.binds_in_flight;
+  if (auto it = records_.find(pod->key()); it != records_.end()) it->second.binding = false;
+  changed_.notify_all();
 }
 
 QueueName Emulator::HandleFailure(QueuedPodInfo info, bool fit_error,
