@@ -34,7 +34,7 @@ struct GrpcTlsOptions {
 struct GrpcServerOptions {
   std::string address = "127.0.0.1:0";  // host:port; port 0 = chosen by the OS
   GrpcTlsOptions tls;
-  std::string token_file;  // "TOKEN NODE" / "TOKEN @admin" lines (grpc_identity.h)
+  std::string token_file;  // "TOKEN NODE" / "TOKEN @admin" lines (identity.h)
   TokenFile tokens;        // merged with token_file (for tests and embedding)
   // Accept agents that present neither a certificate nor a token. For plaintext demos and tests
   // only: any caller could then report for any node.

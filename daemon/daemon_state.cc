@@ -106,6 +106,11 @@ DaemonState::HealthCounts DaemonState::CountHealth() const {
   return h;
 }
 
+void DaemonState::SetDecisionLogger(std::function<void(const DecisionEvent&)> logger) {
+  std::lock_guard<std::mutex> lock(mu_);
+  logger_ = std::move(logger);
+}
+
 void DaemonState::SetEventObserver(std::function<void(const DecisionEvent&)> observer) {
   std::lock_guard<std::mutex> lock(mu_);
   observer_ = std::move(observer);
@@ -127,6 +132,7 @@ void DaemonState::PublishLocked(DecisionEvent e) {
   e.seq = next_seq_++;
   if (e.time == absl::Time()) e.time = clock_.Now();
   if (observer_) observer_(e);
+  if (logger_) logger_(e);
   events_.push_back(std::move(e));
   while (events_.size() > event_capacity_) events_.pop_front();
   cv_.notify_all();

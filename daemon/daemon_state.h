@@ -36,7 +36,7 @@ struct DecisionEvent {
 // admin undrain does not hide a NotReady node, and an agent coming back does not undo a cordon.
 enum class HealthSource : uint8_t {
   kKubeCordon = 1,    // spec.unschedulable
-  kKubeTaint = 2,     // NoSchedule/NoExecute taint
+  kKubeTaint = 2,     // node lifecycle taint (node.kubernetes.io/*); other taints are per pod
   kKubeNotReady = 4,  // Ready condition not True
   kAdminDrain = 8,    // topogang drain (gRPC/CLI)
   kAgentLost = 16,    // agent heartbeat missed past the window
@@ -92,6 +92,9 @@ class DaemonState {
   // Called for every published event, under the state's lock (so in publish order): must be
   // quick and must not call back into this object. Metrics count events by kind here.
   void SetEventObserver(std::function<void(const DecisionEvent&)> observer);
+  // Also called for every event under the lock, for the daemon's log: an operator reads one line
+  // per decision (reserve, bind, expire, re-plan, unschedulable with its reason).
+  void SetDecisionLogger(std::function<void(const DecisionEvent&)> logger);
   // Wakes every waiter for good (daemon shutdown).
   void Shutdown();
 
@@ -107,6 +110,7 @@ class DaemonState {
   std::map<std::string, std::string, std::less<>> node_reason_;
   std::deque<DecisionEvent> events_;
   std::function<void(const DecisionEvent&)> observer_;
+  std::function<void(const DecisionEvent&)> logger_;
   size_t event_capacity_;
   int64_t next_seq_ = 1;
   bool shutdown_ = false;

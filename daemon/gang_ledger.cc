@@ -15,10 +15,12 @@ GangLedger::GangLedger(DaemonState& state, Binder& binder, GangLedgerOptions opt
       options_(std::move(options)),
       admission_(admission ? std::move(admission)
                            : std::make_unique<QueueAdmission>(options_.queue)) {
+  pool_ = std::make_unique<BindPool>(binder_, options_.bind_parallelism);
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 
 GangLedger::~GangLedger() {
+  pool_.reset();  // bindings in flight finish; queued ones are answered "shutting down"
   {
     std::lock_guard<std::mutex> lock(jobs_mu_);
     stop_ = true;
@@ -46,10 +48,13 @@ void GangLedger::FailHeldBinds(const std::string& why) {
       for (Member& m : e.slots) {
         if (m.held) fails.emplace_back(std::move(m.held), why);
       }
-      e.barrier_deadline.reset();
     }
   }
   RunFails(fails);
+}
+
+void GangLedger::SetBindingAllowed(bool allowed, const std::string& why) {
+  pool_->SetOpen(allowed, why);
 }
 
 void GangLedger::SetNotify(std::function<void(const GangNotice&)> notify) {
@@ -162,42 +167,12 @@ void GangLedger::WorkerLoop() {
     {
       std::lock_guard<std::mutex> l(mu_);
       absl::Time now = absl::Now();
-      std::vector<std::string> expired;
-      // Only gangs with an open barrier have a deadline (few): the sweep must not cost
-      // O(reservations) under the ledger lock ten times a second.
-      for (auto b = barriers_.begin(); b != barriers_.end();) {
-        auto it = gangs_.find(*b);
-        if (it == gangs_.end() || !it->second.barrier_deadline || it->second.running) {
-          b = barriers_.erase(b);
-          continue;
-        }
-        const Entry& e = it->second;
-        if (!e.binding && *e.barrier_deadline <= now) expired.push_back(*b);
-        ++b;
-      }
-      for (const std::string& id : expired) {
-        Entry& e = gangs_.at(id);
-        int held = 0;
-        std::vector<PodBinding> pods;
-        for (const Member& m : e.slots) {
-          if (m.held || m.bound) ++held;                      // a regrouped gang's bound members
-          if (m.assigned && !m.bound) pods.push_back(m.pod);  // are not the ones waiting
-        }
-        std::string why =
-            absl::StrCat("topogang: only ", held, " of ", e.spec.members, " pods of gang ", id,
-                         " reached bind within ", absl::FormatDuration(options_.bind_window),
-                         "; its reservation was released and the gang will be scheduled again");
-        notices.push_back({"Warning", "GangExpired", id, why, pods});
-        if (e.adopted) {
-          ShrinkToBoundLocked(id, why, &fails);  // its bound members keep running
-        } else {
-          DropEntryLocked(id, why, /*release_core=*/true, &fails);
-        }
-        state_.Publish({0, {}, "expire", id, "", why});
-      }
+      // Held requests past their time, and held members whose slot moved, are answered; the
+      // reservation stays (only gangs with held requests are looked at).
+      AnswerHeldLocked(now, &fails);
       // TTLs (30 s by default) and reservations the core dropped (health re-plans) are swept
       // once a second; filter and bind check their own gang on every call anyway.
-      if (now - last_sweep >= absl::Seconds(1)) {
+      if (now - last_sweep >= options_.sweep) {
         last_sweep = now;
         uint64_t drops = 0;
         std::vector<std::string> ttl = state_.With([&](GangScheduler& s) {
@@ -206,7 +181,26 @@ void GangLedger::WorkerLoop() {
           return expired;
         });
         for (const std::string& id : ttl) {
-          state_.Publish({0, {}, "expire", id, "", "reservation TTL passed"});
+          auto it = gangs_.find(id);
+          std::string why = absl::StrCat(
+              "topogang: no member of gang ", id, " arrived for ",
+              absl::FormatDuration(
+                  state_.With([](GangScheduler& s) { return s.options().reservation_ttl; })),
+              "; its reservation was released and the gang will be scheduled again");
+          if (it != gangs_.end() && it->second.multi) {
+            int arrived = 0;
+            PodBinding first;
+            for (const Member& m : it->second.slots) {
+              arrived += !m.arrived_node.empty() || m.bound ? 1 : 0;
+              if (first.pod_name.empty() && m.assigned) first = m.pod;
+            }
+            why = absl::StrCat(why, " (", arrived, " of ", it->second.spec.members,
+                               " members had reached bind)");
+            // One event per gang and transition, on one member pod, not one per member.
+            if (!first.pod_name.empty())
+              notices.push_back({"Warning", "GangExpired", id, why, {first}});
+          }
+          state_.Publish({0, {}, "expire", id, "", why});
         }
         ExpireFillsLocked(&fails);
         // Looking up every pending gang in the core costs ~0.2 us each under the ledger lock;

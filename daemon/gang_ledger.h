@@ -32,6 +32,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
+#include "daemon/bind_pool.h"
 #include "daemon/binder.h"
 #include "daemon/daemon_state.h"
 #include "k8s/gang_labels.h"
@@ -42,11 +43,19 @@ namespace topogang {
 
 struct GangLedgerOptions {
   std::string gpu_resource = "nvidia.com/gpu";
-  // How long held binds wait for the rest of the gang. Must stay below kube-scheduler's extender
-  // httpTimeout (5s by default) or the scheduler gives up on the first members first.
+  // How long one held bind waits for the rest of its gang before it is answered with an error
+  // (the member keeps its slot and its arrival; kube-scheduler retries it after its backoff).
+  // Must stay below kube-scheduler's extender httpTimeout (5s by default), or the scheduler
+  // gives up on the request first. The reservation itself lives as long as members keep
+  // arriving (SchedulerOptions::reservation_ttl after the last one).
   absl::Duration bind_window = absl::Seconds(4);
-  // How often the worker checks barrier windows and reservation TTLs.
+  // Bindings in flight at once (API server calls). A 4,096-member gang binds in 4,096 / this
+  // round trips instead of 4,096.
+  int bind_parallelism = 16;
+  // How often the worker answers held binds past their window.
   absl::Duration tick = absl::Milliseconds(100);
+  // How often reservation TTLs are swept (filter and bind check their own gang every call).
+  absl::Duration sweep = absl::Seconds(1);
   // Gang queue (backfill, holds for starved large gangs) used by the default admission.
   QueueOptions queue;
 };
@@ -114,6 +123,9 @@ class GangLedger {
   absl::Status Rebuild(Cluster cluster, const std::vector<PodInfo>& pods);
 
   void SetNotify(std::function<void(const GangNotice&)> notify);
+  // Leadership: a standby or a replica that lost its lease binds nothing (queued bindings fail
+  // with `why`).
+  void SetBindingAllowed(bool allowed, const std::string& why = "");
   // Fails every held bind now (shutdown: the HTTP server must answer them before it closes).
   void FailHeldBinds(const std::string& why);
 
@@ -132,8 +144,12 @@ class GangLedger {
     PodBinding pod;
     bool assigned = false;
     bool bound = false;
-    bool gone = false;  // deleted or terminal (running gangs)
-    BindCallback held;  // set while this member waits at the barrier
+    // The slot node this member's pod reached bind for (it passed kube-scheduler's filters and
+    // its PreBind there). The barrier opens once every member arrived at its current slot node;
+    // a re-plan that moves the slot voids the arrival.
+    std::string arrived_node;
+    BindCallback held;      // set while this member's bind request waits at the barrier
+    absl::Time held_until;  // real time: then the held request is answered (bind_window)
   };
   struct Entry {
     GangSpec spec;
@@ -144,8 +160,7 @@ class GangLedger {
     bool running = false;
     bool binding = false;  // barrier opened; bindings in flight
     std::vector<Member> slots;
-    std::optional<absl::Time> barrier_deadline;  // real time
-    std::optional<absl::Time> fill_deadline;     // clock time: missing members' reservation TTL
+    std::optional<absl::Time> fill_deadline;  // clock time: missing members' reservation TTL
   };
   using Job = std::function<void()>;
 
@@ -161,7 +176,15 @@ class GangLedger {
   void DropEntryLocked(const std::string& id, const std::string& why, bool release_core,
                        std::vector<std::pair<BindCallback, std::string>>* fail);
   std::vector<std::string> SlotNodesLocked(const std::string& id) const;
+  // Every member arrived: commits the gang in the core (a re-plan can no longer move it) and
+  // binds every arrived member, held or not, through the bind pool.
   void CompleteBarrier(const std::string& id);
+  // Members whose held request is past its time, or whose slot moved, are answered.
+  void AnswerHeldLocked(absl::Time now, std::vector<std::pair<BindCallback, std::string>>* fail);
+  // True when every slot is bound or arrived at its current node.
+  bool AllArrivedLocked(const Entry& e, const std::vector<std::string>& nodes) const;
+  // Runs a binding on the pool; `done` gets the result on a pool thread.
+  void BindAsync(PodBinding b, std::function<void(absl::Status)> done);
   std::optional<std::string> AdoptBoundLocked(const PodInfo& pod);
   // Adopts `pod` into its multi-pod gang; nullopt when it joined, otherwise why it cannot (the
   // caller adopts it alone). Sets *error when the pod cannot be adopted at all.
@@ -176,6 +199,12 @@ class GangLedger {
   void ShrinkToBoundLocked(const std::string& id, const std::string& why,
                            std::vector<std::pair<BindCallback, std::string>>* fail);
   void ExpireFillsLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
+  // A pending gang none of whose free slots kube-scheduler offered a member: drops it so the
+  // filter plans it again inside that member's offered nodes. False when it must not (bound
+  // members, binding, or kMaxReplans re-plans already).
+  bool DropForReplanLocked(const std::string& id,
+                           std::vector<std::pair<BindCallback, std::string>>* fail);
+  static constexpr int kMaxReplans = 3;
   static std::string PodKey(absl::string_view uid, absl::string_view ns, absl::string_view name);
 
   DaemonState& state_;
@@ -187,9 +216,10 @@ class GangLedger {
   std::map<std::string, Entry> gangs_;
   absl::flat_hash_map<std::string, std::pair<std::string, int>> by_pod_;  // key -> gang, slot
   std::set<std::string> pending_;   // ids of gangs reserved but not yet running
-  std::set<std::string> barriers_;  // ids whose barrier window is open (may hold stale ids)
+  std::set<std::string> barriers_;  // ids with held bind requests (may hold stale ids)
   std::set<std::string> fills_;     // adopted gangs with reserved missing members (may be stale)
   absl::flat_hash_set<std::string> passthrough_;  // pods seen in filter without GPUs or gang
+  std::map<std::string, int> replans_;            // gang -> re-plans for unoffered slots
   std::function<void(const GangNotice&)> notify_;
 
   std::mutex jobs_mu_;
@@ -197,6 +227,8 @@ class GangLedger {
   std::deque<Job> jobs_;
   bool stop_ = false;
   std::thread worker_;
+  // Last: destroyed first, answering queued bindings while the ledger is still whole.
+  std::unique_ptr<BindPool> pool_;
 };
 
 }  // namespace topogang

@@ -41,6 +41,8 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
           fails.emplace_back(std::move(done), absl::StrCat("pod is already bound to ", node));
         }
       } else if (node != args.node) {
+        // Never bind a member to a node its slot left (a re-plan moved the reservation): the
+        // pod filters again and is steered to its new slot.
         fails.emplace_back(std::move(done), absl::StrCat("topogang reserved node ", node,
                                                          " for this pod, not ", args.node,
                                                          " (the reservation moved); it will be "
@@ -54,15 +56,17 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
       } else {
         if (m.held) fails.emplace_back(std::move(m.held), "superseded by a newer bind request");
         m.held = std::move(done);
+        m.held_until = absl::Now() + options_.bind_window;
         m.pod = args;
-        if (!e.barrier_deadline) {
-          e.barrier_deadline = absl::Now() + options_.bind_window;
-          barriers_.insert(id);
+        barriers_.insert(id);
+        if (m.arrived_node != node) {
+          m.arrived_node = node;
+          // Progress: the reservation lives on while members keep arriving.
+          state_.With([&](GangScheduler& s) { return s.Touch(id, state_.clock().Now()); })
+              .IgnoreError();
         }
         // A regrouped gang's bound members are already there: wait only for the missing ones.
-        bool all = std::all_of(e.slots.begin(), e.slots.end(),
-                               [](const Member& x) { return x.held != nullptr || x.bound; });
-        if (all) {
+        if (AllArrivedLocked(e, nodes)) {
           e.binding = true;
           open_barrier = true;
         }
@@ -71,8 +75,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
   }
   RunFails(fails);
   if (direct) {
-    Enqueue([this, args, key, id, done = std::move(done)] {
-      absl::Status st = binder_.Bind(args);
+    BindAsync(args, [this, key, id, done = std::move(done)](absl::Status st) {
       if (st.ok() && !id.empty()) {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto p = by_pod_.find(key); p != by_pod_.end()) {
@@ -85,70 +88,172 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
   if (open_barrier) Enqueue([this, id] { CompleteBarrier(id); });
 }
 
-void GangLedger::CompleteBarrier(const std::string& id) {
-  std::vector<PodBinding> pods;
-  std::vector<size_t> slots;  // the members at the barrier (a regrouped gang's are not all)
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = gangs_.find(id);
-    if (it == gangs_.end()) return;
-    for (size_t i = 0; i < it->second.slots.size(); ++i) {
-      const Member& m = it->second.slots[i];
-      if (m.held == nullptr) continue;
-      pods.push_back(m.pod);
-      slots.push_back(i);
+bool GangLedger::AllArrivedLocked(const Entry& e, const std::vector<std::string>& nodes) const {
+  for (size_t i = 0; i < e.slots.size(); ++i) {
+    const Member& m = e.slots[i];
+    if (m.bound) continue;
+    if (i >= nodes.size() || nodes[i].empty() || m.arrived_node != nodes[i]) return false;
+  }
+  return true;
+}
+
+void GangLedger::AnswerHeldLocked(absl::Time now, FailList* fail) {
+  for (auto b = barriers_.begin(); b != barriers_.end();) {
+    auto it = gangs_.find(*b);
+    if (it == gangs_.end() || it->second.running) {
+      b = barriers_.erase(b);
+      continue;
+    }
+    Entry& e = it->second;
+    if (e.binding) {  // the barrier is open: the bindings answer
+      ++b;
+      continue;
+    }
+    std::vector<std::string> nodes = SlotNodesLocked(*b);
+    int arrived = 0, held = 0;
+    for (size_t i = 0; i < e.slots.size(); ++i) {
+      const Member& m = e.slots[i];
+      arrived += m.bound || (i < nodes.size() && m.arrived_node == nodes[i]) ? 1 : 0;
+    }
+    for (size_t i = 0; i < e.slots.size(); ++i) {
+      Member& m = e.slots[i];
+      if (!m.held) continue;
+      const std::string& node = i < nodes.size() ? nodes[i] : m.arrived_node;
+      if (m.arrived_node != node) {
+        // The slot moved under a held member: it must not bind to the old node.
+        m.arrived_node.clear();
+        fail->emplace_back(std::move(m.held),
+                           absl::StrCat("topogang: the reservation of gang ", *b, " moved to node ",
+                                        node, "; this pod will be scheduled there"));
+        m.held = nullptr;
+      } else if (m.held_until <= now) {
+        fail->emplace_back(
+            std::move(m.held),
+            absl::StrCat("topogang: waiting for the rest of gang ", *b, " (", arrived, " of ",
+                         e.spec.members, " members have reached bind); this pod keeps its slot on ",
+                         node, " and is bound with its gang once every member has arrived"));
+        m.held = nullptr;
+      } else {
+        ++held;
+      }
+    }
+    if (held == 0) {
+      b = barriers_.erase(b);
+    } else {
+      ++b;
     }
   }
-  // Bind outside the lock: this is API server I/O.
-  std::vector<absl::Status> results;
-  results.reserve(pods.size());
-  for (const PodBinding& b : pods) results.push_back(binder_.Bind(b));
-  FailList replies;
-  int failed = 0;
-  std::string first_error;
-  std::vector<PodBinding> failed_pods;
+}
+
+void GangLedger::BindAsync(PodBinding b, std::function<void(absl::Status)> done) {
+  pool_->Submit(std::move(b), std::move(done));
+}
+
+void GangLedger::CompleteBarrier(const std::string& id) {
+  // What to bind, decided under the lock: every arrived member not bound yet, held or not (a
+  // member whose request was answered while it waited is bound all the same: it passed
+  // kube-scheduler's filters and PreBind for this node, and kube-scheduler drops a pod from its
+  // queue once the API server shows it bound).
+  struct Pending {
+    PodBinding binding;
+    size_t slot;
+  };
+  auto pending = std::make_shared<std::vector<Pending>>();
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = gangs_.find(id);
     if (it == gangs_.end()) return;
     Entry& e = it->second;
-    for (size_t i = 0; i < slots.size() && slots[i] < e.slots.size(); ++i) {
-      Member& m = e.slots[slots[i]];
-      if (results[i].ok()) {
-        m.bound = true;
-      } else {
-        ++failed;
-        failed_pods.push_back(m.pod);
-        if (first_error.empty()) first_error = std::string(results[i].message());
-      }
-      replies.emplace_back(std::move(m.held),
-                           results[i].ok() ? "" : std::string(results[i].message()));
-      m.held = nullptr;
+    std::vector<std::string> nodes = SlotNodesLocked(id);
+    if (!AllArrivedLocked(e, nodes)) {
+      e.binding = false;  // a slot moved since the last member arrived: wait for it again
+      return;
     }
-    // Bound pods hold their GPUs now, so the gang runs even if some binding calls failed; those
-    // members are retried by kube-scheduler and bound alone to their reserved node.
-    e.running = true;
-    e.binding = false;
-    e.barrier_deadline.reset();
-    e.fill_deadline.reset();
+    // Running from now on in the core: a health change proposes replacements instead of moving
+    // members that are being bound, so the model and the bindings cannot disagree.
+    state_.With([&](GangScheduler& s) { return s.Commit(id); }).IgnoreError();
     pending_.erase(id);
     fills_.erase(id);
-    state_.With([&](GangScheduler& s) { return s.Commit(id); }).IgnoreError();
+    replans_.erase(id);
+    e.fill_deadline.reset();
+    for (size_t i = 0; i < e.slots.size(); ++i) {
+      Member& m = e.slots[i];
+      if (m.bound) continue;
+      PodBinding b = m.pod;
+      b.node = nodes[i];
+      pending->push_back({std::move(b), i});
+    }
   }
-  state_.Publish({0,
-                  {},
-                  failed ? "bind-failed" : "bind",
-                  id,
-                  "",
-                  failed
-                      ? absl::StrCat(failed, " of ", pods.size(), " bindings failed: ", first_error)
-                      : absl::StrCat(pods.size(), " pods bound")});
-  RunFails(replies);
-  if (failed) {
-    Notify({"Warning", "GangBindFailed", id,
-            absl::StrCat("topogang: ", failed, " of ", pods.size(), " bindings of gang ", id,
-                         " failed: ", first_error),
-            failed_pods});
+  struct Outcome {
+    std::mutex mu;
+    size_t left;
+    int failed = 0;
+    std::string first_error;
+    std::vector<PodBinding> failed_pods;
+  };
+  auto out = std::make_shared<Outcome>();
+  out->left = pending->size();
+  auto finish = [this, id, pending, out] {
+    FailList replies;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = gangs_.find(id);
+      if (it != gangs_.end()) {
+        Entry& e = it->second;
+        // Bound pods hold their GPUs now, so the gang runs even if some binding calls failed;
+        // those members are retried by kube-scheduler and bound alone to their reserved node.
+        e.running = true;
+        e.binding = false;
+      }
+    }
+    state_.Publish({0,
+                    {},
+                    out->failed ? "bind-failed" : "bind",
+                    id,
+                    "",
+                    out->failed ? absl::StrCat(out->failed, " of ", pending->size(),
+                                               " bindings failed: ", out->first_error)
+                                : absl::StrCat(pending->size(), " pods bound")});
+    if (out->failed) {
+      Notify({"Warning",
+              "GangBindFailed",
+              id,
+              absl::StrCat("topogang: ", out->failed, " of ", pending->size(), " bindings of gang ",
+                           id, " failed: ", out->first_error,
+                           "; kube-scheduler retries those members on their reserved nodes"),
+              {out->failed_pods.front()}});
+    }
+  };
+  if (pending->empty()) {
+    finish();
+    return;
+  }
+  for (const Pending& p : *pending) {
+    BindAsync(p.binding, [this, id, p, out, finish](absl::Status st) {
+      BindCallback reply;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = gangs_.find(id);
+        if (it != gangs_.end() && p.slot < it->second.slots.size()) {
+          Member& m = it->second.slots[p.slot];
+          if (st.ok()) m.bound = true;
+          reply = std::move(m.held);
+          m.held = nullptr;
+        }
+      }
+      if (reply) reply(st.ok() ? "" : std::string(st.message()));
+      bool last;
+      {
+        std::lock_guard<std::mutex> lock(out->mu);
+        if (!st.ok()) {
+          ++out->failed;
+          out->failed_pods.push_back(p.binding);
+          if (out->first_error.empty()) out->first_error = std::string(st.message());
+        }
+        last = --out->left == 0;
+      }
+      if (last) finish();
+    });
   }
 }
 

@@ -52,6 +52,18 @@ FilterDecision FailAll(std::string reason, bool unresolvable) {
   return d;
 }
 
+// Nodes of the model that kube-scheduler did not offer for this pod: its own filters rejected
+// them (selectors, affinity, taints it does not tolerate, other resources). O(nodes + offered),
+// paid once per gang reservation, not per member.
+std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string>& offered) {
+  absl::flat_hash_set<absl::string_view> ok(offered.begin(), offered.end());
+  std::vector<int> out;
+  for (int n = 0; n < c.num_nodes(); ++n) {
+    if (!ok.contains(c.node(n).name)) out.push_back(n);
+  }
+  return out;
+}
+
 FilterDecision ErrorResult(const std::string& error) {
   FilterDecision d = FailAll("topogang: " + error, /*unresolvable=*/true);
   d.error = error;
@@ -88,10 +100,12 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
     spec.members = 1;
     spec.gpus_per_member = static_cast<int>(pod.gpus);
   }
+  spec.priority = pod.priority;
   const std::string id = spec.name;
   FailList fails;
   FilterDecision result;
   bool decided = false;
+  bool replan = false;
   std::optional<GangNotice> notice;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -114,8 +128,16 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
     } else {
       absl::Time now = state_.clock().Now();
       absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+        if (multi) {
+          // Plan only where kube-scheduler would put this pod: the nodes it did not offer are
+          // hidden from the planner for this one reservation.
+          std::vector<int> masked = s.MaskNodes(NodesNotOffered(s.cluster(), offered));
+          auto r = admission_->Admit(s, spec, now);
+          s.UnmaskNodes(masked);
+          return r.status();
+        }
         auto r = admission_->Admit(s, spec, now);
-        if (!r.ok() || multi) return r.status();
+        if (!r.ok()) return r.status();
         // A gang of one needs its node among those kube-scheduler offered (its own filters may
         // have rejected the planner's pick); otherwise take the best fit among the offered.
         const Cluster& c = s.cluster();
@@ -169,7 +191,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       if (p == by_pod_.end() || p->second.first != id) {
         if (absl::Status st = ReserveMissingLocked(id, it->second); !st.ok()) {
           int bound = 0;
-          for (const Member& m : it->second.slots) bound += m.bound && !m.gone ? 1 : 0;
+          for (const Member& m : it->second.slots) bound += m.bound ? 1 : 0;
           result =
               FailAll(absl::StrCat("topogang: ", GangLabel(it->second.spec, true), " has ", bound,
                                    " members running; its missing members cannot be "
@@ -187,8 +209,16 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       int slot = -1;
       if (auto p = by_pod_.find(key); p != by_pod_.end() && p->second.first == id) {
         slot = p->second.second;
+        // A retry whose slot kube-scheduler no longer offers (its filters now reject the node:
+        // resources taken, a new taint): plan the gang again rather than steer it there forever.
+        const std::string& held = slot < static_cast<int>(nodes.size()) ? nodes[slot] : "";
+        if (std::find(offered.begin(), offered.end(), held) == offered.end() &&
+            DropForReplanLocked(id, &fails)) {
+          replan = true;
+          decided = true;
+        }
       }
-      if (slot < 0) {
+      if (!decided && slot < 0) {
         // The first free slot whose node kube-scheduler offered: look up only the free slots'
         // nodes (few) while scanning the offered names once.
         absl::flat_hash_map<absl::string_view, int> wanted;
@@ -202,7 +232,12 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           auto w = wanted.find(n);
           if (w != wanted.end() && (slot < 0 || w->second < slot)) slot = w->second;
         }
-        if (slot < 0) {
+        if (slot < 0 && free_slots > 0 && DropForReplanLocked(id, &fails)) {
+          // The reservation sat on nodes kube-scheduler will not give this pod: plan the gang
+          // again inside what this pod was offered (below, outside the lock).
+          replan = true;
+          decided = true;
+        } else if (slot < 0) {
           std::string reason =
               free_slots == 0
                   ? absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
@@ -219,6 +254,9 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           m.key = key;
           m.pod = PodBinding{pod.name, pod.namespace_, pod.uid, nodes[slot]};
           by_pod_[key] = {id, slot};
+          // Progress: a new member has come, the reservation lives on.
+          state_.With([&](GangScheduler& s) { return s.Touch(id, state_.clock().Now()); })
+              .IgnoreError();
         }
       }
       if (!decided) {
@@ -235,7 +273,37 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
   }
   RunFails(fails);
   if (notice) Notify(*notice);
+  if (replan) return Filter(pod, offered);  // no entry now: reserves inside `offered`
   return result;
+}
+
+bool GangLedger::DropForReplanLocked(const std::string& id, FailList* fail) {
+  auto it = gangs_.find(id);
+  if (it == gangs_.end()) return false;
+  const Entry& e = it->second;
+  if (!e.multi || e.adopted || e.running || e.binding) return false;
+  for (const Member& m : e.slots) {
+    if (m.bound) return false;
+  }
+  // Members whose constraints disagree would move the gang back and forth: a few re-plans, then
+  // the filter says why it cannot be placed.
+  if (replans_.size() > 10000) replans_.clear();
+  int& n = replans_[id];
+  if (n >= kMaxReplans) return false;
+  ++n;
+  DropEntryLocked(id,
+                  absl::StrCat("topogang: gang ", id,
+                               " was planned again inside the nodes kube-scheduler offers its "
+                               "pods; this pod will be scheduled again"),
+                  /*release_core=*/true, fail);
+  state_.Publish({0,
+                  {},
+                  "replan",
+                  id,
+                  "",
+                  "reservation was on nodes kube-scheduler did not offer a member (its "
+                  "selectors, affinity, taints or resources); planned again inside them"});
+  return true;
 }
 
 std::string GangLedger::ReservedNode(const PodInfo& pod) const {

@@ -96,11 +96,25 @@ void GangLedger::ObservePod(const PodInfo& pod) {
   if (auto p = by_pod_.find(key); p != by_pod_.end()) {
     const std::string id = p->second.first;
     Entry& e = gangs_.at(id);
-    Member& m = e.slots[p->second.second];
+    const int slot = p->second.second;
+    Member& m = e.slots[slot];
     if (m.bound || e.binding) return;  // ours
+    std::vector<std::string> nodes = SlotNodesLocked(id);
+    if (slot < static_cast<int>(nodes.size()) && nodes[slot] == pod.node_name) {
+      // Bound where topogang reserved it: our binding went through although its answer was lost
+      // (a client timeout on a POST the server applied). Ours, GPUs already counted.
+      m.bound = true;
+      return;
+    }
     // Bound by someone else while we held a slot for it: fall through to adopt, dropping ours.
     FailList fails;
-    if (e.adopted) {
+    if (e.running && !e.adopted) {
+      // Only this member's slot goes; the rest of the running gang keeps its GPUs.
+      state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
+      by_pod_.erase(key);
+      m = Member{};
+      e.adopted = true;
+    } else if (e.adopted) {
       // Its gang's bound members keep running; only the reservations go.
       ShrinkToBoundLocked(id, "topogang: a member of the gang was bound outside topogang", &fails);
     } else {
@@ -124,21 +138,49 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   const std::string id = p->second.first;
   const int slot = p->second.second;
   Entry& e = gangs_.at(id);
-  if (!e.running && !e.adopted) return;  // pending gangs are cleaned up by the barrier / TTL
   Member& m = e.slots[slot];
-  if (e.adopted) {
-    // A member still to bind: its reservation goes with the barrier or the TTL.
-    if (!m.bound) return;
-    // Regrouped gangs were singletons before; like them, a member's GPUs come back with its pod,
-    // and its slot is free again: a replacement pod filters next to the surviving members.
-    state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
+  if (!e.running && !e.adopted) {
+    // A pending gang: the pod leaves its slot at once (its held bind, if any, is answered), and
+    // a gang none of whose pods is left holds nothing.
+    FailList fails;
+    if (m.held) fails.emplace_back(std::move(m.held), "topogang: the pod was deleted");
     by_pod_.erase(key);
     m = Member{};
-  } else {
-    m.gone = true;
+    const bool any =
+        std::any_of(e.slots.begin(), e.slots.end(), [](const Member& x) { return x.assigned; });
+    if (!any && !e.binding) {
+      DropEntryLocked(id, "topogang: every pod of the gang was deleted", /*release_core=*/true,
+                      &fails);
+      state_.With([&](GangScheduler& s) {
+        admission_->Forget(s, id);
+        return 0;
+      });
+      state_.Publish({0, {}, "release", id, "", "every pod of the pending gang was deleted"});
+    }
+    if (!fails.empty()) {
+      auto shared = std::make_shared<FailList>(std::move(fails));
+      Enqueue([shared] { RunFails(*shared); });
+    }
+    return;
   }
-  bool all_gone = std::all_of(e.slots.begin(), e.slots.end(),
-                              [](const Member& x) { return x.gone || !x.bound; });
+  if (e.adopted && !m.bound && !e.running) {
+    return;  // a regrouped gang's missing member: its reservation goes with the TTL
+  }
+  // A running gang's member is gone (finished, deleted, or never bound because its binding
+  // failed): its GPUs come back with its pod and its slot is free again, so a replacement pod
+  // filters next to the surviving members (the gang is managed member by member from now on,
+  // like a regrouped one).
+  state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
+  by_pod_.erase(key);
+  if (m.held) {
+    auto shared = std::make_shared<FailList>();
+    shared->emplace_back(std::move(m.held), "topogang: the pod was deleted");
+    Enqueue([shared] { RunFails(*shared); });
+  }
+  m = Member{};
+  e.adopted = true;
+  bool all_gone =
+      std::all_of(e.slots.begin(), e.slots.end(), [](const Member& x) { return !x.bound; });
   if (all_gone) {
     FailList fails;
     DropEntryLocked(id, "topogang: every running member of the gang is gone; filter again",
@@ -213,7 +255,6 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
         }
         if (m.assigned) by_pod_[m.key] = {id, i};
       }
-      e.barrier_deadline.reset();
       e.binding = false;
       pending_.insert(id);
       gangs_.emplace(id, std::move(e));

@@ -187,7 +187,7 @@ void GangLedger::ShrinkToBoundLocked(const std::string& id, const std::string& w
     for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
       Member& m = e.slots[i];
       if (m.bound) {
-        any_running |= !m.gone;
+        any_running = true;
         continue;
       }
       if (m.held) fail->emplace_back(std::move(m.held), why);
@@ -199,7 +199,6 @@ void GangLedger::ShrinkToBoundLocked(const std::string& id, const std::string& w
   });
   e.running = true;
   e.binding = false;
-  e.barrier_deadline.reset();
   e.fill_deadline.reset();
   fills_.erase(id);
   if (!any_running) {
@@ -218,8 +217,8 @@ void GangLedger::ExpireFillsLocked(FailList* fail) {
       continue;
     }
     const Entry& e = it->second;
-    // An open barrier has its own (shorter) window.
-    if (e.binding || e.barrier_deadline || *e.fill_deadline > now) continue;
+    // Members waiting at bind keep the reservation; the barrier answers them on its own.
+    if (e.binding || barriers_.contains(id) || *e.fill_deadline > now) continue;
     ShrinkToBoundLocked(id,
                         absl::StrCat("topogang: the missing members of gang ", id,
                                      " did not reach bind before their reservation expired"),

@@ -1,5 +1,6 @@
 #include "k8s/node_info.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "k8s/pod_info.h"
 #include "k8s/quantity.h"
@@ -41,7 +42,12 @@ absl::StatusOr<KubeNode> ParseNode(const Json& node, absl::string_view resource)
         if (!effect.ok()) return effect.status();
         if (!key.ok()) return key.status();
         if (!value.ok()) return value.status();
-        if (*effect == "NoSchedule" || *effect == "NoExecute") {
+        // Only the node lifecycle's own taints say the node is broken. Every other taint (a GPU
+        // pool's nvidia.com/gpu=present:NoSchedule, a team's dedicated=...) is a per-pod
+        // question kube-scheduler's TaintToleration answers: a node it does not offer is never
+        // planned (GangLedger::Filter), a node it offers is usable.
+        const bool lifecycle = absl::StartsWith(*key, "node.kubernetes.io/");
+        if (lifecycle && (*effect == "NoSchedule" || *effect == "NoExecute")) {
           if (!n.tainted) {
             n.taint = absl::StrCat(*key, value->empty() ? "" : "=", *value, ":", *effect);
           }

@@ -21,7 +21,7 @@ struct KubeNode {
   int gpus = 0;     // status.allocatable[resource] (capacity when allocatable lacks it)
   std::string sku;  // labels[nvidia.com/gpu.product]
   bool unschedulable = false;
-  bool tainted = false;  // a NoSchedule or NoExecute taint
+  bool tainted = false;  // a node.kubernetes.io/* NoSchedule or NoExecute taint (broken node)
   std::string taint;     // the first such taint, "key=value:Effect"
   bool ready = true;     // Ready condition True (a node with no conditions counts as ready)
 

@@ -136,6 +136,16 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod, absl::string_view resource) {
   auto node = JsonString(s, "nodeName", "Pod.spec.nodeName");
   if (!node.ok()) return node.status();
   p.node_name = *node;
+  // spec.priority is what the Priority admission plugin resolved from priorityClassName; kube-
+  // scheduler's PrioritySort orders by it, and so does topogang's gang queue.
+  if (s.contains("priority") && !s["priority"].is_null()) {
+    auto prio = JsonInt(s, "priority", "Pod.spec.priority");
+    if (!prio.ok()) return prio.status();
+    if (*prio < INT32_MIN || *prio > INT32_MAX) {
+      return absl::InvalidArgumentError("Pod.spec.priority: out of the int32 range");
+    }
+    p.priority = static_cast<int>(*prio);
+  }
   auto status = JsonObject(pod, "status", "Pod.status");
   if (!status.ok()) return status.status();
   if (*status) {

@@ -24,6 +24,7 @@ struct PodInfo {
   std::string phase;      // status.phase
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
+  int priority = 0;                // spec.priority (0 when unset)
   int64_t gpus = 0;                // effective request of `resource`
   bool mentions_resource = false;  // some container names it (kube-scheduler's IsInterested)
 

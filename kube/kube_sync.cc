@@ -206,6 +206,22 @@ void KubeSync::ApplyHealth(const KubeNode& n) {
   state_.SetNodeHealth(n.name, HealthSource::kKubeNotReady, !n.ready, "NotReady").IgnoreError();
 }
 
+bool KubeSync::TierLabelsDiffer(const std::map<std::string, std::string>& a,
+                                const std::map<std::string, std::string>& b) const {
+  auto value = [](const std::map<std::string, std::string>& m,
+                  const std::string& k) -> const std::string* {
+    auto it = m.find(k);
+    return it == m.end() ? nullptr : &it->second;
+  };
+  for (const TierSpec& t : topology_.tiers) {
+    if (t.label.empty()) continue;
+    const std::string* x = value(a, t.label);
+    const std::string* y = value(b, t.label);
+    if ((x == nullptr) != (y == nullptr) || (x != nullptr && *x != *y)) return true;
+  }
+  return false;
+}
+
 void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
   auto it = nodes_.find(n.name);
   if (deleted) {
@@ -220,10 +236,14 @@ void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
     }
     return;
   }
-  bool topology_changed =
-      it == nodes_.end()
-          ? n.gpus > 0
-          : (it->second.gpus != n.gpus || it->second.labels != n.labels || it->second.sku != n.sku);
+  // Only what the model is built from rebuilds it: the node set, GPU capacity, SKU and the tier
+  // labels. GPU Feature Discovery rewrites dozens of labels per node; a rebuild for each would
+  // re-plan every pending gang for nothing.
+  bool topology_changed = it == nodes_.end()
+                              ? n.gpus > 0
+                              : ((it->second.gpus > 0 || n.gpus > 0) &&
+                                 (it->second.gpus != n.gpus || it->second.sku != n.sku ||
+                                  TierLabelsDiffer(it->second.labels, n.labels)));
   nodes_[n.name] = n;
   // Health applies at once (a node the model does not know yet is skipped; the rebuild applies
   // it); the new shape of the model waits for the burst to end.

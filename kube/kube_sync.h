@@ -76,6 +76,9 @@ class KubeSync {
   std::shared_ptr<KubeClient> client_;
   DaemonState& state_;
   TopologyConfig topology_;
+  // True when a label the tiers are built from differs (other labels never rebuild the model).
+  bool TierLabelsDiffer(const std::map<std::string, std::string>& a,
+                        const std::map<std::string, std::string>& b) const;
   std::string resource_;
   KubeSyncOptions options_;
   GangLedger* service_ = nullptr;

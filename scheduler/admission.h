@@ -24,6 +24,8 @@ class Admission {
                                                   absl::Time now) = 0;
   // The model was rebuilt (new node set): anything remembered about the old one is void.
   virtual void Reset() {}
+  // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
+  virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
 };
 
 class DirectAdmission : public Admission {
@@ -84,6 +86,10 @@ class QueueAdmission : public Admission {
   void Reset() override {
     queue_ = GangQueue(options_);
     last_seen_.clear();
+  }
+  void Forget(GangScheduler& sched, const std::string& gang) override {
+    queue_.Remove(sched, gang);
+    last_seen_.erase(gang);
   }
   const GangQueue& queue() const { return queue_; }
 

@@ -130,6 +130,29 @@ absl::Status GangScheduler::Release(absl::string_view name) {
   return absl::OkStatus();
 }
 
+absl::Status GangScheduler::Touch(absl::string_view gang, absl::Time now) {
+  auto it = gangs_.find(gang);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang ", gang));
+  if (it->second.state != GangState::kReserved) return absl::OkStatus();
+  it->second.expires_at = now + options_.reservation_ttl;
+  expiry_.emplace(it->second.expires_at, it->second.spec.name);
+  return absl::OkStatus();
+}
+
+std::vector<int> GangScheduler::MaskNodes(const std::vector<int>& nodes) {
+  std::vector<int> masked;
+  for (int n : nodes) {
+    if (n < 0 || n >= cluster_.num_nodes() || cluster_.NodeCordoned(n)) continue;
+    cluster_.SetNodeCordoned(n, true);
+    masked.push_back(n);
+  }
+  return masked;
+}
+
+void GangScheduler::UnmaskNodes(const std::vector<int>& masked) {
+  for (int n : masked) cluster_.SetNodeCordoned(n, false);
+}
+
 std::vector<std::string> GangScheduler::ExpireReservations(absl::Time now) {
   // The heap may hold entries of gangs since committed, released, re-reserved or extended: an
   // entry counts only if the gang is still reserved with exactly that deadline.

@@ -77,7 +77,16 @@ class GangScheduler {
   // Frees one member's GPUs; the member stays as an empty slot (node -1) so the other members
   // keep their ordinals. The gang keeps running with the rest.
   absl::Status ReleaseMember(absl::string_view gang, int member);
-  absl::Status Commit(absl::string_view gang);   // reserved -> running (no expiry)
+  absl::Status Commit(absl::string_view gang);  // reserved -> running (no expiry)
+  // A reserved gang made progress (a member arrived): its TTL starts again from `now`, so a
+  // reservation lives as long as its members keep coming, and dies reservation_ttl after the
+  // last one did.
+  absl::Status Touch(absl::string_view gang, absl::Time now);
+  // Hides nodes from planning (kube-scheduler's own filters rejected them for the pod at hand:
+  // selectors, affinity, taints, other resources). Not a health change: nothing is re-planned.
+  // Returns the nodes it hid; UnmaskNodes must get them back before the lock is released.
+  std::vector<int> MaskNodes(const std::vector<int>& nodes);
+  void UnmaskNodes(const std::vector<int>& masked);
   absl::Status Release(absl::string_view gang);  // frees every GPU the gang holds
   // Releases reservations whose TTL has passed; returns their names.
   std::vector<std::string> ExpireReservations(absl::Time now);

@@ -21,7 +21,7 @@ printf '\x02topology: {preset: aws}\nscheduler: {reservation_ttl_seconds: 5}\n' 
 wcorpus=build-fuzz/corpus/wire
 mkdir -p "$wcorpus"
 i=0
-wire=../shared/kube-scheduler-wire
+wire=tests/testdata/kube-scheduler-wire
 for f in "$wire"/*/filter-*.json "$wire"/*/prioritize-*.json; do
   [ -f "$f" ] && { printf '\x00\x05'; cat "$f"; } > "$wcorpus/args$i"; i=$((i+1))
 done

@@ -209,7 +209,14 @@ int Main(int argc, char** argv) {
     server.SetLeader(leading);  // these two also set topogang_leader and topogang_ready
     server.SetReady(synced && leading);
     metrics.SetModelSynced(synced);
+    // Nothing binds unless this replica leads: queued bindings fail instead.
+    ledger.SetBindingAllowed(leading, "topogangd is not the leader");
   };
+  // One line per decision, so an operator can tell why a gang waits.
+  state->SetDecisionLogger([](const DecisionEvent& e) {
+    std::cerr << "topogangd: " << e.kind << " " << (e.gang.empty() ? "-" : e.gang)
+              << (e.node.empty() ? "" : " node=" + e.node) << ": " << e.detail << "\n";
+  });
   update_ready();
   if (sync) {
     sync->Attach(&ledger, [&] {
@@ -243,6 +250,7 @@ int Main(int argc, char** argv) {
       // this replica's in-memory ledger may disagree with what the new leader decides, and a
       // clean restart (Deployment) rejoins as a standby that relists from the API server,
       // instead of trying to reconcile a half-stale state in place.
+      ledger.SetBindingAllowed(false, absl::StrCat("topogangd lost leadership: ", why.message()));
       ledger.FailHeldBinds(absl::StrCat("topogangd lost leadership: ", why.message()));
       {
         std::lock_guard<std::mutex> l(lost_mu);

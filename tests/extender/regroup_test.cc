@@ -32,6 +32,7 @@ struct Fixture {
     GangLedgerOptions o;
     o.bind_window = window;
     o.tick = absl::Milliseconds(20);
+    o.sweep = absl::Milliseconds(20);
     return o;
   }
   ExtenderFilterResult Filter(const Json& pod) { return service.Filter(MakeArgs(pod, names)); }
@@ -194,6 +195,9 @@ TEST(RegroupTest, BarrierExpiryKeepsTheBoundMembersRunning) {
   ASSERT_EQ(b2.wait_for(kWait), std::future_status::ready);
   EXPECT_NE(b2.get(), "");
   EXPECT_TRUE(f.binder.Bindings().empty());
+  EXPECT_EQ(f.UsedGpus(), 32) << "an answered bind keeps the missing members' reservation";
+  f.clock.Advance(absl::Minutes(5));  // past the missing members' TTL
+  for (int i = 0; i < 300 && f.UsedGpus() != 16; ++i) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(f.UsedGpus(), 16) << "only the missing members' reservations are given back";
   EXPECT_EQ(f.Members("default/train"), 2);
   EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();

@@ -258,7 +258,8 @@ TEST(PodTest, AbsurdOrMalformedRequestsAreErrors) {
 
 TEST(NodeTest, ParsesHealthAndGpus) {
   Json node = Json::parse(R"({"metadata":{"name":"n1","labels":{"nvidia.com/gpu.product":"H100"}},
-    "spec":{"unschedulable":true,"taints":[{"key":"k","value":"v","effect":"NoExecute"}]},
+    "spec":{"unschedulable":true,"taints":[{"key":"k","value":"v","effect":"NoExecute"},
+      {"key":"node.kubernetes.io/unreachable","effect":"NoExecute"}]},
     "status":{"allocatable":{"nvidia.com/gpu":"8","cpu":"191450m"},
       "conditions":[{"type":"Ready","status":"False"}],"daemonEndpoints":{"kubeletEndpoint":{"Port":0}}}})");
   auto n = ParseNode(node, "nvidia.com/gpu");
@@ -267,7 +268,8 @@ TEST(NodeTest, ParsesHealthAndGpus) {
   EXPECT_EQ(n->sku, "H100");
   EXPECT_TRUE(n->unschedulable);
   EXPECT_TRUE(n->tainted);
-  EXPECT_EQ(n->taint, "k=v:NoExecute");
+  // Only the node lifecycle's taints mean a broken node; k=v is for pods to tolerate.
+  EXPECT_EQ(n->taint, "node.kubernetes.io/unreachable:NoExecute");
   EXPECT_FALSE(n->ready);
   node["status"]["allocatable"]["nvidia.com/gpu"] = "100000";
   EXPECT_FALSE(ParseNode(node, "nvidia.com/gpu").ok());

@@ -69,8 +69,11 @@ class KubeDaemon {
     GangLedgerOptions eo;
     eo.bind_window = window;
     eo.tick = absl::Milliseconds(20);
+    eo.sweep = absl::Milliseconds(20);
+    SchedulerOptions sched;
+    sched.reservation_ttl = absl::Milliseconds(500);
     h_ = std::make_unique<testing::Harness>(*Cluster::Build(ClusterSpec{}, testing::TestTopology()),
-                                            eo, HttpServerOptions{}, binder_.get());
+                                            eo, HttpServerOptions{}, binder_.get(), sched);
     KubeSyncOptions so;
     so.backoff_initial = absl::Milliseconds(10);
     so.backoff_max = absl::Milliseconds(100);
@@ -355,7 +358,8 @@ TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
   EXPECT_TRUE(api.WaitFor(
       [&] { return api.watches("nodes") > watches_before && api.open_watches() == 2; }));
   Json n2 = MakeNode("gpu-node-002", 8, Labels(2));
-  n2["spec"]["taints"] = Json::parse(R"([{"key":"gpu","value":"broken","effect":"NoExecute"}])");
+  n2["spec"]["taints"] =
+      Json::parse(R"([{"key":"node.kubernetes.io/unreachable","effect":"NoExecute"}])");
   api.PutNode(n2);
   EXPECT_TRUE(Eventually([&] {
     return d.h().state().NodeHealthSources("gpu-node-002") &
@@ -380,6 +384,37 @@ TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
   api.DeletePod("default", "running-0");
   EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 8; }));
   EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+// A GPU pool's taint (GKE's nvidia.com/gpu=present:NoSchedule) is for pods to tolerate, not a
+// broken node: the node stays healthy, and kube-scheduler filters the pods that do not tolerate
+// it. Label churn that does not touch the tiers (GPU Feature Discovery) never rebuilds the model.
+TEST(KubeSyncTest, GpuPoolTaintsLeaveNodesUsableAndOtherLabelsDoNotRebuild) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] { return d.Nodes() == 4; }));
+  const int64_t rebuilds = d.sync().rebuilds();
+  Json n1 = MakeNode("gpu-node-001", 8, Labels(1));
+  n1["spec"]["taints"] =
+      Json::parse(R"([{"key":"nvidia.com/gpu","value":"present","effect":"NoSchedule"}])");
+  n1["metadata"]["labels"]["nvidia.com/gpu.memory"] = "81559";  // GFD's kind of label
+  api.PutNode(n1);
+  Json probe = MakeNode("gpu-node-002", 8, Labels(2));
+  probe["spec"]["unschedulable"] = true;  // applied after n1: once it shows, n1 was applied too
+  api.PutNode(probe);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-002") &
+           static_cast<uint8_t>(HealthSource::kKubeCordon);
+  }));
+  EXPECT_EQ(d.h().state().NodeHealthSources("gpu-node-001"), 0);
+  absl::SleepFor(absl::Milliseconds(400));  // past the rebuild quiet period
+  EXPECT_EQ(d.sync().rebuilds(), rebuilds);
+  // A tier label does rebuild.
+  Json moved = MakeNode("gpu-node-003", 8, Labels(7));  // another rack
+  api.PutNode(moved);
+  EXPECT_TRUE(Eventually([&] { return d.sync().rebuilds() > rebuilds; }));
 }
 
 TEST(KubeSyncTest, NodeBurstsAreFoldedIntoOneRebuildAndDeletionsActAtOnce) {
@@ -431,7 +466,8 @@ TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
     return false;
   }));
 
-  // Barrier expiry in cluster mode: an Event on the waiting pod.
+  // A gang that stops making progress expires after the reservation TTL (500 ms here): one
+  // Event on a waiting pod.
   Json h0 = MakePod(GangPod("h", 2, 0, 8));
   api.PutPod(h0);
   std::string m0 = Filter1(d.h(), h0, names);

@@ -30,8 +30,8 @@ struct Reply {
 class Harness {
  public:
   Harness(Cluster cluster, GangLedgerOptions eo = {}, HttpServerOptions ho = {},
-          Binder* binder = nullptr)
-      : state_(GangScheduler(std::move(cluster)), clock_),
+          Binder* binder = nullptr, SchedulerOptions so = {})
+      : state_(GangScheduler(std::move(cluster), so), clock_),
         metrics_(&state_),
         binder_(binder ? binder : &memory_),
         ledger_(state_, *binder_, eo),
