@@ -214,8 +214,7 @@ grpc::Status PlacementServiceImpl::SetDrain(grpc::ServerContext* ctx, const v1::
     return Invalid("node name must be 1..253 bytes");
   if (drain && req->reason().empty()) return Invalid("drain needs a reason");
   if (req->reason().size() > 256) return Invalid("reason longer than 256 bytes");
-  absl::Status s = state_.SetNodeHealth(req->node(), HealthSource::kAdminDrain, drain,
-                                        drain ? req->reason() : "");
+  absl::Status s = state_.SetAdminDrain(req->node(), drain, drain ? req->reason() : "");
   if (!s.ok()) return ToGrpcStatus(s);
   const uint8_t mask = state_.NodeHealthSources(req->node());
   resp->set_node(req->node());

@@ -46,6 +46,26 @@ absl::Status DaemonState::SetNodeHealth(absl::string_view node, HealthSource sou
   return absl::OkStatus();
 }
 
+absl::Status DaemonState::SetAdminDrain(absl::string_view node, bool drained,
+                                        absl::string_view reason) {
+  if (absl::Status s = SetNodeHealth(node, HealthSource::kAdminDrain, drained, reason); !s.ok()) {
+    return s;
+  }
+  std::function<void(const std::string&, bool, const std::string&)> record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    record = drain_recorder_;
+  }
+  if (record) record(std::string(node), drained, std::string(reason));
+  return absl::OkStatus();
+}
+
+void DaemonState::SetDrainRecorder(
+    std::function<void(const std::string&, bool, const std::string&)> r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  drain_recorder_ = std::move(r);
+}
+
 absl::Status DaemonState::SetGpuHealth(absl::string_view node, int local_index, bool faulty,
                                        absl::string_view reason) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -57,6 +77,13 @@ absl::Status DaemonState::SetGpuHealth(absl::string_view node, int local_index, 
                                               " GPUs; no GPU index ", local_index));
   }
   int gpu = c.node(n).gpu_begin + local_index;
+  // Remembered by node name and index, so a model rebuilt for a new node set keeps the fault.
+  if (faulty) {
+    gpu_faults_[std::string(node)].insert(local_index);
+  } else if (auto f = gpu_faults_.find(node); f != gpu_faults_.end()) {
+    f->second.erase(local_index);
+    if (f->second.empty()) gpu_faults_.erase(f);
+  }
   if (c.GpuFaulty(gpu) == faulty) return absl::OkStatus();
   absl::Time now = clock_.Now();
   auto events = sched_.SetGpuFaulty(gpu, faulty, now);
@@ -74,6 +101,15 @@ void DaemonState::ReplaceScheduler(GangScheduler scheduler) {
     if (mask == 0) continue;
     int n = sched_.cluster().FindNode(name);
     if (n >= 0) (void)sched_.SetNodeCordoned(n, true, now);
+  }
+  for (const auto& [name, gpus] : gpu_faults_) {
+    int n = sched_.cluster().FindNode(name);
+    if (n < 0) continue;
+    for (int i : gpus) {
+      if (i < sched_.cluster().node(n).gpus) {
+        (void)sched_.SetGpuFaulty(sched_.cluster().node(n).gpu_begin + i, true, now);
+      }
+    }
   }
 }
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,13 +58,19 @@ class DaemonState {
   const Clock& clock() const { return clock_; }
 
   // Swaps in a scheduler built for a new node set (the kube node watch saw nodes come or go),
-  // re-applying every node's current health sources to it.
+  // re-applying every node's current health sources and every GPU fault to it.
   void ReplaceScheduler(GangScheduler scheduler);
 
   // Sets or clears one health source of a node, re-planning reservations and proposing
   // replacements as the core decides; every resulting change is published as an event.
   absl::Status SetNodeHealth(absl::string_view node, HealthSource source, bool bad,
                              absl::string_view reason);
+  // An operator's drain or undrain (gRPC/CLI): kAdminDrain, and recorded where it survives a
+  // restart (cluster mode: an annotation on the Node, see SetDrainRecorder).
+  absl::Status SetAdminDrain(absl::string_view node, bool drained, absl::string_view reason);
+  // Called after every admin drain change, outside the lock.
+  void SetDrainRecorder(
+      std::function<void(const std::string& node, bool drained, const std::string& reason)> r);
   // Marks one GPU (node-local index) faulty or healthy again.
   absl::Status SetGpuHealth(absl::string_view node, int local_index, bool faulty,
                             absl::string_view reason);
@@ -108,9 +115,11 @@ class DaemonState {
   GangScheduler sched_;
   std::map<std::string, uint8_t, std::less<>> node_sources_;
   std::map<std::string, std::string, std::less<>> node_reason_;
+  std::map<std::string, std::set<int>, std::less<>> gpu_faults_;  // node -> faulty GPU indexes
   std::deque<DecisionEvent> events_;
   std::function<void(const DecisionEvent&)> observer_;
   std::function<void(const DecisionEvent&)> logger_;
+  std::function<void(const std::string&, bool, const std::string&)> drain_recorder_;
   size_t event_capacity_;
   int64_t next_seq_ = 1;
   bool shutdown_ = false;

@@ -25,6 +25,12 @@ absl::StatusOr<KubeNode> ParseNode(const Json& node, absl::string_view resource)
   if (!labels.ok()) return labels.status();
   n.labels = std::move(*labels);
   if (auto it = n.labels.find(kGpuProductLabel); it != n.labels.end()) n.sku = it->second;
+  auto annotations = ParseStringMap(m, "annotations", "Node.metadata.annotations");
+  if (!annotations.ok()) return annotations.status();
+  if (auto it = annotations->find(kDrainAnnotation); it != annotations->end()) {
+    n.drained = true;
+    n.drain_reason = it->second.substr(0, 256);
+  }
 
   auto spec = JsonObject(node, "spec", "Node.spec");
   if (!spec.ok()) return spec.status();

@@ -15,6 +15,9 @@ namespace topogang {
 // GPU Feature Discovery's label naming the GPU model.
 inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
 
+// Written by topogangd on `topogang drain`, read back on every list and watch.
+inline constexpr char kDrainAnnotation[] = "topogang.io/drain";
+
 struct KubeNode {
   std::string name;
   std::map<std::string, std::string> labels;
@@ -24,6 +27,10 @@ struct KubeNode {
   bool tainted = false;  // a node.kubernetes.io/* NoSchedule or NoExecute taint (broken node)
   std::string taint;     // the first such taint, "key=value:Effect"
   bool ready = true;     // Ready condition True (a node with no conditions counts as ready)
+  // topogang drain (gRPC/CLI), kept on the Node as the kDrainAnnotation annotation so it
+  // survives restarts and failovers: the API server is the source of truth.
+  bool drained = false;
+  std::string drain_reason;
 
   NodeSpec ToSpec() const { return NodeSpec{name, gpus, sku, labels}; }
 };

@@ -106,12 +106,12 @@ void KubeClient::TokenRejected() {
 }
 
 absl::StatusOr<HttpResult> KubeClient::Send(const char* method, const std::string& path,
-                                            const std::string* body) {
+                                            const std::string* body, const char* content_type) {
   http_request req{web::http::method(method)};
   req.set_request_uri(path);
   req.headers().add("Accept", "application/json");
   if (std::string t = Token(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
-  if (body) req.set_body(*body, "application/json");
+  if (body) req.set_body(*body, content_type);
   try {
     http_response resp = client_->request(req).get();
     if (resp.status_code() == 401 && config_.exec) TokenRejected();
@@ -131,6 +131,11 @@ absl::StatusOr<HttpResult> KubeClient::Post(const std::string& path, const std::
 
 absl::StatusOr<HttpResult> KubeClient::Put(const std::string& path, const std::string& body) {
   return Send("PUT", path, &body);
+}
+
+absl::StatusOr<HttpResult> KubeClient::MergePatch(const std::string& path,
+                                                  const std::string& body) {
+  return Send("PATCH", path, &body, "application/merge-patch+json");
 }
 
 void KubeClient::Cancel() {

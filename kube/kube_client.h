@@ -39,6 +39,8 @@ class KubeClient {
   absl::StatusOr<HttpResult> Post(const std::string& path, const std::string& json_body);
   // Replaces an object (optimistic concurrency: the body carries metadata.resourceVersion).
   absl::StatusOr<HttpResult> Put(const std::string& path, const std::string& json_body);
+  // JSON merge patch (RFC 7386): only the fields named change; null deletes a key.
+  absl::StatusOr<HttpResult> MergePatch(const std::string& path, const std::string& json_body);
 
   // Opens a watch and calls on_line for every complete line until the server ends the stream,
   // the connection drops, on_line returns false, or Cancel() is called. Returns the HTTP status
@@ -53,7 +55,8 @@ class KubeClient {
  private:
   std::string Token();
   absl::StatusOr<HttpResult> Send(const char* method, const std::string& path,
-                                  const std::string* json_body);
+                                  const std::string* json_body,
+                                  const char* content_type = "application/json");
 
   KubeConfig config_;
   std::unique_ptr<web::http::client::http_client> client_;

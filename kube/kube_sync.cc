@@ -81,7 +81,8 @@ bool KubeSync::WaitSynced(absl::Duration timeout) {
   return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [this] { return synced_; });
 }
 
-absl::StatusOr<std::string> KubeSync::List(const std::string& path, std::vector<Json>* items) {
+absl::StatusOr<std::string> KubeSync::List(const std::string& path,
+                                           const std::function<void(const Json&)>& each) {
   std::string cont;
   std::string rv;
   for (int page = 0; page < 100000; ++page) {
@@ -103,7 +104,7 @@ absl::StatusOr<std::string> KubeSync::List(const std::string& path, std::vector<
     auto arr = JsonArray(*j, "items", "items");
     if (!arr.ok()) return arr.status();
     if (*arr) {
-      for (const Json& it : **arr) items->push_back(it);
+      for (const Json& it : **arr) each(it);
     }
     auto c = meta ? JsonString(*meta, "continue", "metadata.continue")
                   : absl::StatusOr<std::string>(std::string());
@@ -115,30 +116,31 @@ absl::StatusOr<std::string> KubeSync::List(const std::string& path, std::vector<
 }
 
 absl::Status KubeSync::ListAll() {
-  std::vector<Json> node_items, pod_items;
-  auto nrv = List("/api/v1/nodes", &node_items);
-  if (!nrv.ok()) return nrv.status();
-  auto prv = List("/api/v1/pods", &pod_items);
-  if (!prv.ok()) return prv.status();
-  std::lock_guard<std::mutex> lock(apply_mu_);
-  nodes_.clear();
-  pods_.clear();
-  for (const Json& item : node_items) {
+  // Page by page, keeping only what the model needs: a 100,000-pod cluster is never held as
+  // parsed JSON at once, and CPU pods are not kept at all.
+  std::map<std::string, KubeNode> nodes;
+  std::map<std::string, PodInfo> pods;
+  auto nrv = List("/api/v1/nodes", [&](const Json& item) {
     auto n = ParseNode(item, resource_);
     if (!n.ok()) {
       std::cerr << "topogangd: skipping node: " << n.status() << std::endl;
-      continue;
+      return;
     }
-    nodes_[n->name] = *n;
-  }
-  for (const Json& item : pod_items) {
+    nodes[n->name] = std::move(*n);
+  });
+  if (!nrv.ok()) return nrv.status();
+  auto prv = List("/api/v1/pods", [&](const Json& item) {
     auto p = ParsePod(item, resource_);
     if (!p.ok()) {
       std::cerr << "topogangd: skipping pod: " << p.status() << std::endl;
-      continue;
+      return;
     }
-    if (p->gpus > 0) pods_[p->uid.empty() ? p->Key() : p->uid] = *p;
-  }
+    if (p->gpus > 0) pods[p->uid.empty() ? p->Key() : p->uid] = std::move(*p);
+  });
+  if (!prv.ok()) return prv.status();
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  nodes_ = std::move(nodes);
+  pods_ = std::move(pods);
   node_rv_ = *nrv;
   pod_rv_ = *prv;
   RebuildLocked();
@@ -168,7 +170,10 @@ void KubeSync::RebuildLocked() {
         std::move(*cluster), state_.With([](GangScheduler& g) { return g.options(); })));
   }
   ++rebuilds_;
-  for (const auto& [name, n] : nodes_) ApplyHealth(n);
+  for (const auto& [name, n] : nodes_) {
+    ApplyHealth(n);
+    ApplyDrainLocked(n);
+  }
   rebuild_needed_ = false;
 }
 
@@ -194,6 +199,22 @@ void KubeSync::RebuildLoop() {
       continue;  // re-check: more changes may have moved the deadline, or a relist rebuilt
     }
     RebuildLocked();
+  }
+}
+
+void KubeSync::ApplyDrainLocked(const KubeNode& n) {
+  // Applied when the annotation differs from what was last applied from the API server, so a
+  // node event that predates our own PATCH never undoes a drain made a moment ago, and a node
+  // the model does not know yet gets it at the rebuild that adds it (or at a restart's list).
+  if (n.gpus <= 0) return;
+  auto it = drains_applied_.find(n.name);
+  const std::string want = n.drained ? "1" + n.drain_reason : "";
+  if (it != drains_applied_.end() ? it->second == want : want.empty()) return;
+  if (state_
+          .SetNodeHealth(n.name, HealthSource::kAdminDrain, n.drained,
+                         absl::StrCat("drained: ", n.drain_reason))
+          .ok()) {
+    drains_applied_[n.name] = want;
   }
 }
 
@@ -245,6 +266,7 @@ void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
                                  (it->second.gpus != n.gpus || it->second.sku != n.sku ||
                                   TierLabelsDiffer(it->second.labels, n.labels)));
   nodes_[n.name] = n;
+  ApplyDrainLocked(n);
   // Health applies at once (a node the model does not know yet is skipped; the rebuild applies
   // it); the new shape of the model waits for the burst to end.
   ApplyHealth(n);

@@ -61,7 +61,10 @@ class KubeSync {
 
  private:
   absl::Status ListAll();
-  absl::StatusOr<std::string> List(const std::string& path, std::vector<Json>* items);
+  // Lists page by page (limit/continue), handing each item to `each`; returns the list's
+  // resourceVersion.
+  absl::StatusOr<std::string> List(const std::string& path,
+                                   const std::function<void(const Json&)>& each);
   void WatchLoop(bool nodes);
   // Returns false when the watch must relist (410).
   bool HandleLine(bool nodes, absl::string_view line);
@@ -76,6 +79,8 @@ class KubeSync {
   std::shared_ptr<KubeClient> client_;
   DaemonState& state_;
   TopologyConfig topology_;
+  void ApplyDrainLocked(const KubeNode& n);
+  std::map<std::string, std::string> drains_applied_;  // node -> "1"+reason last applied
   // True when a label the tiers are built from differs (other labels never rebuild the model).
   bool TierLabelsDiffer(const std::map<std::string, std::string>& a,
                         const std::map<std::string, std::string>& b) const;

@@ -98,7 +98,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
            "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
            "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
-           "leader_election", "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
+           "bind_parallelism", "leader_election",
+           "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
           "daemon");
       !s.ok()) {
     return s;
@@ -140,6 +141,9 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto holds = YamlInt(d, "max_holds", source, 0, 1000, c.extender.queue.max_holds);
   if (!holds.ok()) return holds.status();
   c.extender.queue.max_holds = static_cast<int>(*holds);
+  auto parallel = YamlInt(d, "bind_parallelism", source, 1, 256, c.extender.bind_parallelism);
+  if (!parallel.ok()) return parallel.status();
+  c.extender.bind_parallelism = static_cast<int>(*parallel);
   auto le = ParseLeaderElection(d["leader_election"], source);
   if (!le.ok()) return le.status();
   c.leader_election = *le;

@@ -6,7 +6,8 @@
 //     filter_verb: filter          prioritize_verb: prioritize
 //     bind_verb: bind              preempt_verb: preempt
 //     gpu_resource: nvidia.com/gpu
-//     bind_window_ms: 4000         # below kube-scheduler's extender httpTimeout (5s)
+//     bind_window_ms: 4000         # a held bind is answered then (below httpTimeout, 5s)
+//     bind_parallelism: 16         # API server bindings in flight at once
 //     max_body_bytes: 67108864
 //     http_threads: 0              # 0 = min(4, max(2, cores)); verbs run on these threads
 //     max_connections: 16384        # > the largest gang: each member waits at bind on its own

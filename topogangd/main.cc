@@ -39,6 +39,7 @@
 #include "extender/http_server.h"
 #include "kube/kube_sync.h"
 #include "kube/leader_election.h"
+#include "kube/node_drain_writer.h"
 #include "topogangd/daemon_config.h"
 
 namespace topogang {
@@ -161,6 +162,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<DaemonState> state;
   std::unique_ptr<Binder> binder;
   std::unique_ptr<KubeSync> sync;
+  std::unique_ptr<NodeDrainWriter> drains;
   KubeConfig kube_config;
   TopologyConfig topology;
   if (!kube) {
@@ -190,6 +192,12 @@ int Main(int argc, char** argv) {
     auto client = std::make_shared<KubeClient>(*kc);
     binder = std::make_unique<KubeBinder>(client);
     sync = std::make_unique<KubeSync>(client, *state, topology, daemon.extender.gpu_resource);
+    // Drains are kept on the Node objects, so a restart or the standby taking over keeps them.
+    drains = std::make_unique<NodeDrainWriter>(client);
+    state->SetDrainRecorder(
+        [w = drains.get()](const std::string& node, bool drained, const std::string& reason) {
+          w->Record(node, drained, reason);
+        });
   }
   // Before the service, so it outlives it (held binds failed at teardown still count).
   DaemonMetrics metrics(state.get());

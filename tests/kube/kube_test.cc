@@ -12,6 +12,7 @@
 
 #include "absl/strings/escaping.h"
 #include "kube/kube_sync.h"
+#include "kube/node_drain_writer.h"
 #include "tests/support/fake_apiserver.h"
 #include "tests/support/harness.h"
 
@@ -80,9 +81,18 @@ class KubeDaemon {
     sync_ = std::make_unique<KubeSync>(client_, h_->state(), testing::TestTopology(),
                                        "nvidia.com/gpu", so);
     sync_->Attach(&h_->ledger(), nullptr);
+    drains_ = std::make_unique<NodeDrainWriter>(client_, absl::Milliseconds(10));
+    h_->state().SetDrainRecorder(
+        [w = drains_.get()](const std::string& node, bool drained, const std::string& reason) {
+          w->Record(node, drained, reason);
+        });
     sync_->Start();
   }
-  ~KubeDaemon() { sync_->Stop(); }
+  ~KubeDaemon() {
+    h_->state().SetDrainRecorder(nullptr);
+    sync_->Stop();
+  }
+  NodeDrainWriter& drains() { return *drains_; }
 
   testing::Harness& h() { return *h_; }
   KubeSync& sync() { return *sync_; }
@@ -106,6 +116,7 @@ class KubeDaemon {
   std::unique_ptr<KubeBinder> binder_;
   std::unique_ptr<testing::Harness> h_;
   std::unique_ptr<KubeSync> sync_;
+  std::unique_ptr<NodeDrainWriter> drains_;
 };
 
 std::string Filter1(testing::Harness& h, const Json& pod, const std::vector<std::string>& names) {
@@ -492,6 +503,49 @@ TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
   absl::Status conflict = binder.Bind({"g-0", "default", "uid-g-0", "gpu-node-999"});
   EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists) << conflict;
   EXPECT_NE(conflict.message().find("already assigned"), std::string::npos);
+}
+
+// `topogang drain` is kept on the Node (an annotation), so the next leader, or this one after a
+// restart, still has the node drained; undrain removes it. A GPU fault survives a model rebuild.
+TEST(KubeSyncTest, DrainsSurviveARestartAndGpuFaultsARebuild) {
+  FakeApiServer api;
+  AddNodes(api, 4);
+  {
+    KubeDaemon a(api);
+    ASSERT_TRUE(a.sync().WaitSynced(absl::Seconds(10)));
+    ASSERT_TRUE(Eventually([&] { return a.Nodes() == 4; }));
+    ASSERT_TRUE(a.h().state().SetAdminDrain("gpu-node-002", true, "cable swap").ok());
+    ASSERT_TRUE(a.drains().WaitIdle(absl::Seconds(10)));
+    EXPECT_EQ(api.GetNode("gpu-node-002")["metadata"]["annotations"]["topogang.io/drain"],
+              "cable swap");
+    // A GPU fault, then a rebuild (a new node): the fault is still applied.
+    ASSERT_TRUE(a.h().state().SetGpuHealth("gpu-node-001", 3, true, "xid 79").ok());
+    const int64_t rebuilds = a.sync().rebuilds();
+    api.PutNode(MakeNode("gpu-node-004", 8, Labels(4)));
+    ASSERT_TRUE(Eventually([&] { return a.sync().rebuilds() > rebuilds && a.Nodes() == 5; }));
+    EXPECT_EQ(a.FreeOn("gpu-node-001"), 8);
+    EXPECT_EQ(a.h().state().With([](GangScheduler& s) {
+      const Cluster& c = s.cluster();
+      return c.NodeFreeHealthy(c.FindNode("gpu-node-001"));
+    }),
+              7);
+    // The drain annotation coming back through the watch does not undo anything either.
+    EXPECT_TRUE(a.h().state().NodeHealthSources("gpu-node-002") &
+                static_cast<uint8_t>(HealthSource::kAdminDrain));
+  }
+  KubeDaemon b(api);  // the restart (or the standby taking over)
+  ASSERT_TRUE(b.sync().WaitSynced(absl::Seconds(10)));
+  ASSERT_TRUE(Eventually([&] {
+    return (b.h().state().NodeHealthSources("gpu-node-002") &
+            static_cast<uint8_t>(HealthSource::kAdminDrain)) != 0;
+  }));
+  EXPECT_NE(b.h().state().NodeHealthReason("gpu-node-002").find("cable swap"), std::string::npos);
+  ASSERT_TRUE(b.h().state().SetAdminDrain("gpu-node-002", false, "").ok());
+  ASSERT_TRUE(b.drains().WaitIdle(absl::Seconds(10)));
+  EXPECT_FALSE(
+      api.GetNode("gpu-node-002")["metadata"].contains("annotations") &&
+      api.GetNode("gpu-node-002")["metadata"]["annotations"].contains("topogang.io/drain"));
+  EXPECT_EQ(b.h().state().NodeHealthSources("gpu-node-002"), 0);
 }
 
 TEST(KubeSyncTest, RestartInTheMiddleOfAGang) {

@@ -163,6 +163,17 @@ Json FakeApiServer::GetPod(const std::string& ns, const std::string& name) {
   return it == pods_.end() ? Json() : it->second;
 }
 
+Json FakeApiServer::GetNode(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(name);
+  return it == nodes_.end() ? Json() : it->second;
+}
+
+int FakeApiServer::node_patches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return node_patches_;
+}
+
 void FakeApiServer::SendBookmark() {
   std::lock_guard<std::mutex> lock(mu_);
   ++rv_;
@@ -459,6 +470,28 @@ void FakeApiServer::Handle(void* request) {
     cv_.notify_all();
     lock.unlock();
     return ReplyJson(req, 200, list);
+  }
+  // PATCH /api/v1/nodes/{name} (application/merge-patch+json), as topogangd records drains.
+  if (req.method() == methods::PATCH && parts.size() == 4 && parts[0] == "api" &&
+      parts[2] == "nodes") {
+    const std::string type =
+        req.headers().has("Content-Type") ? req.headers()["Content-Type"] : std::string();
+    Json patch = Json::parse(req.extract_utf8string(true).get(), nullptr, false);
+    if (type.rfind("application/merge-patch+json", 0) != 0 || patch.is_discarded()) {
+      return ReplyJson(req, 415, StatusJson(415, "UnsupportedMediaType", "not a merge patch"));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = nodes_.find(parts[3]);
+    if (it == nodes_.end()) {
+      return ReplyJson(req, 404,
+                       StatusJson(404, "NotFound", "nodes \"" + parts[3] + "\" not found"));
+    }
+    it->second.merge_patch(patch);
+    it->second["metadata"]["resourceVersion"] = std::to_string(++rv_);
+    ++node_patches_;
+    Emit("nodes", "MODIFIED", it->second);
+    cv_.notify_all();
+    return ReplyJson(req, 200, it->second);
   }
   // /api/v1/namespaces/{ns}/pods/{name}[/binding], /api/v1/namespaces/{ns}/events
   if (parts.size() >= 5 && parts[0] == "api" && parts[2] == "namespaces") {

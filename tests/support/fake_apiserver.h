@@ -52,6 +52,8 @@ class FakeApiServer {
   int watches(const std::string& kind);
   int open_watches();
   std::vector<Json> bindings();
+  Json GetNode(const std::string& name);  // null when absent
+  int node_patches();
   std::vector<Json> events();
   // --- Leases -----------------------------------------------------------------------------------
   // GET 404 when absent; POST 201 or 409 AlreadyExists; PUT 404 when absent, 409 Conflict when
@@ -97,6 +99,7 @@ class FakeApiServer {
   std::vector<std::shared_ptr<Watch>> watches_;
   std::map<std::string, int> lists_, watch_count_;
   std::vector<Json> bindings_, events_;
+  int node_patches_ = 0;
   std::string required_token_;
   std::vector<std::string> authorizations_;
   struct StoredLease {
