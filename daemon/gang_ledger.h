@@ -148,8 +148,9 @@ class GangLedger {
     // its PreBind there). The barrier opens once every member arrived at its current slot node;
     // a re-plan that moves the slot voids the arrival.
     std::string arrived_node;
-    BindCallback held;      // set while this member's bind request waits at the barrier
-    absl::Time held_until;  // real time: then the held request is answered (bind_window)
+    bool in_flight = false;  // its binding is at the API server (barrier open)
+    BindCallback held;       // set while this member's bind request waits at the barrier
+    absl::Time held_until;   // real time: then the held request is answered (bind_window)
   };
   struct Entry {
     GangSpec spec;

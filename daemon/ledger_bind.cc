@@ -47,8 +47,9 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
                                                          " for this pod, not ", args.node,
                                                          " (the reservation moved); it will be "
                                                          "scheduled again"));
-      } else if (e.running) {
-        // The rest of the gang is bound already (this member's first bind failed): bind it alone.
+      } else if (e.running || (e.binding && !m.in_flight)) {
+        // The rest of the gang is bound (or being bound) and this member's binding failed: bind
+        // it alone.
         m.pod = args;
         direct = true;
       } else if (e.binding) {
@@ -181,6 +182,7 @@ void GangLedger::CompleteBarrier(const std::string& id) {
       if (m.bound) continue;
       PodBinding b = m.pod;
       b.node = nodes[i];
+      m.in_flight = true;
       pending->push_back({std::move(b), i});
     }
   }
@@ -236,6 +238,7 @@ void GangLedger::CompleteBarrier(const std::string& id) {
         auto it = gangs_.find(id);
         if (it != gangs_.end() && p.slot < it->second.slots.size()) {
           Member& m = it->second.slots[p.slot];
+          m.in_flight = false;
           if (st.ok()) m.bound = true;
           reply = std::move(m.held);
           m.held = nullptr;

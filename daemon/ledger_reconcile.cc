@@ -98,7 +98,7 @@ void GangLedger::ObservePod(const PodInfo& pod) {
     Entry& e = gangs_.at(id);
     const int slot = p->second.second;
     Member& m = e.slots[slot];
-    if (m.bound || e.binding) return;  // ours
+    if (m.bound) return;  // ours
     std::vector<std::string> nodes = SlotNodesLocked(id);
     if (slot < static_cast<int>(nodes.size()) && nodes[slot] == pod.node_name) {
       // Bound where topogang reserved it: our binding went through although its answer was lost
@@ -106,6 +106,7 @@ void GangLedger::ObservePod(const PodInfo& pod) {
       m.bound = true;
       return;
     }
+    if (e.binding) return;  // its binding is in flight; the answer decides
     // Bound by someone else while we held a slot for it: fall through to adopt, dropping ours.
     FailList fails;
     if (e.running && !e.adopted) {

@@ -290,6 +290,9 @@ TEST(GangLifecycleTest, LateWatchEventOfATimedOutBindingKeepsTheGangsGpus) {
   for (int i = 0; i < 2; ++i) binds.push_back(f.Bind(pods[i], nodes[i]));
   for (auto& b : binds) ASSERT_EQ(b.wait_for(kWait), std::future_status::ready);
   EXPECT_EQ(f.UsedGpus(), 16);
+  for (int i = 0; i < 1000 && f.ledger.GetStats().running_gangs != 1; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));  // replies go out before the gang is marked running
+  }
   auto late = ParsePod(pods[1], "nvidia.com/gpu");
   ASSERT_TRUE(late.ok());
   late->node_name = nodes[1];
@@ -302,6 +305,52 @@ TEST(GangLifecycleTest, LateWatchEventOfATimedOutBindingKeepsTheGangsGpus) {
   ASSERT_EQ(again.wait_for(kWait), std::future_status::ready);
   EXPECT_EQ(again.get(), "");
   EXPECT_EQ(flaky.Bindings().size(), 1u) << "only w-0 went through the binder";
+}
+
+// A replica that is not (or no longer) the leader binds nothing: the barrier's bindings fail
+// instead of reaching the API server.
+TEST(GangLifecycleTest, NothingBindsWithoutLeadership) {
+  Fixture f(8, absl::Seconds(30));
+  f.ledger.SetBindingAllowed(false, "topogangd lost leadership: lease taken");
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 2; ++i) {
+    Json p = MakePod(GangPod("l", 2, i, 8));
+    binds.push_back(f.Bind(p, f.FilterOne(p)));
+  }
+  for (auto& b : binds) {
+    ASSERT_EQ(b.wait_for(kWait), std::future_status::ready);
+    EXPECT_NE(b.get().find("lost leadership"), std::string::npos);
+  }
+  EXPECT_TRUE(f.binder.Bindings().empty());
+}
+
+// Gangs waiting for GPUs start by pod priority (spec.priority), then arrival: a high-priority
+// gang that came later gets the GPUs first.
+TEST(GangLifecycleTest, WaitingGangsStartByPodPriority) {
+  Fixture f(4);
+  std::vector<Json> running;
+  for (int i = 0; i < 4; ++i) {
+    running.push_back(MakePod(GangPod("run", 4, i, 8)));
+    f.FilterOne(running.back());
+  }
+  Json low = MakePod(GangPod("low", 3, 0, 8));  // 24 of 32 GPUs: only one of them fits
+  Json high = MakePod(GangPod("high", 3, 0, 8));
+  high["spec"]["priority"] = 1000;
+  EXPECT_TRUE(f.FilterOffered(low, f.names).node_names.empty());   // queued first
+  EXPECT_TRUE(f.FilterOffered(high, f.names).node_names.empty());  // queued second
+  for (const Json& p : running) {  // the running gang's pods are deleted: room for one gang
+    auto info = ParsePod(p, "nvidia.com/gpu");
+    ASSERT_TRUE(info.ok());
+    f.ledger.PodDeleted(*info);
+  }
+  ExtenderFilterResult r = f.FilterOffered(low, f.names);  // low asks first...
+  EXPECT_TRUE(r.node_names.empty()) << "the higher-priority gang goes first";
+  ASSERT_FALSE(r.failed_unresolvable.empty());
+  // The queue started `high` on low's filter: what is left cannot hold low.
+  EXPECT_NE(r.failed_unresolvable[0].second.find("cannot be placed now"), std::string::npos)
+      << r.failed_unresolvable[0].second;
+  EXPECT_EQ(f.UsedGpus(), 24);
+  EXPECT_FALSE(OnlyPassing(f.FilterOffered(high, f.names)).empty());
 }
 
 TEST(GangLifecycleTest, PodPriorityIsRead) {
