@@ -221,6 +221,15 @@ class GangLedger {
   std::set<std::string> fills_;     // adopted gangs with reserved missing members (may be stale)
   absl::flat_hash_set<std::string> passthrough_;  // pods seen in filter without GPUs or gang
   std::map<std::string, int> replans_;            // gang -> re-plans for unoffered slots
+  // gang -> model nodes kube-scheduler did not offer its pods at its last reservation attempt
+  // (indexes into the current model: cleared when it is rebuilt).
+  std::map<std::string, std::vector<int>> excluded_;
+  GangQueue::NodeExclusion ExclusionLocked() const {
+    return [this](const GangSpec& g) {
+      auto it = excluded_.find(g.name);
+      return it == excluded_.end() ? std::vector<int>{} : it->second;
+    };
+  }
   std::function<void(const GangNotice&)> notify_;
 
   std::mutex jobs_mu_;

@@ -130,11 +130,11 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
         if (multi) {
           // Plan only where kube-scheduler would put this pod: the nodes it did not offer are
-          // hidden from the planner for this one reservation.
-          std::vector<int> masked = s.MaskNodes(NodesNotOffered(s.cluster(), offered));
-          auto r = admission_->Admit(s, spec, now);
-          s.UnmaskNodes(masked);
-          return r.status();
+          // hidden from the planner. Remembered per gang, so a queue that starts another
+          // waiting gang during this call plans that one inside its own offered nodes.
+          if (excluded_.size() > 100000) excluded_.clear();
+          excluded_[id] = NodesNotOffered(s.cluster(), offered);
+          return admission_->Admit(s, spec, now, ExclusionLocked()).status();
         }
         auto r = admission_->Admit(s, spec, now);
         if (!r.ok()) return r.status();

@@ -154,6 +154,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
                       &fails);
       state_.With([&](GangScheduler& s) {
         admission_->Forget(s, id);
+        excluded_.erase(id);
         return 0;
       });
       state_.Publish({0, {}, "release", id, "", "every pod of the pending gang was deleted"});
@@ -217,6 +218,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
       if (!e.running) pending.emplace(id, std::move(e));
     }
     gangs_.clear();
+    excluded_.clear();  // node indexes of the old model
     by_pod_.clear();
     pending_.clear();
     fills_.clear();
@@ -232,8 +234,9 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     }
     for (auto& [id, e] : pending) {
       absl::Time now = state_.clock().Now();
-      absl::Status st =
-          state_.With([&](GangScheduler& s) { return admission_->Admit(s, e.spec, now).status(); });
+      absl::Status st = state_.With([&](GangScheduler& s) {
+        return admission_->Admit(s, e.spec, now, ExclusionLocked()).status();
+      });
       if (!st.ok()) {
         for (Member& m : e.slots) {
           if (m.held) {

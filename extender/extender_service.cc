@@ -46,16 +46,16 @@ FilterVerdicts ExtenderService::FilterNodes(const ExtenderArgs& args) {
     case FilterDecision::Kind::kSteer:
       break;
   }
-  // One pass over the offered names: steer to the reserved node, or, when it was not offered,
-  // fail every node with that reason instead.
+  // One pass over the offered names: steer to the reserved node (the others are left out of the
+  // reply, see FilterVerdicts::kOmit), or, when it was not offered, fail every node with that
+  // reason instead (that message is what the pod's FailedScheduling event shows).
   FilterVerdicts v;
-  uint16_t k = v.AddReason(std::move(d.reason), d.unresolvable);
   v.verdict.resize(args.names.size());
   bool offered = false;
   for (size_t i = 0; i < args.names.size(); ++i) {
     const bool match = args.names[i] == d.node;
     offered |= match;
-    v.verdict[i] = match ? 0 : k;
+    v.verdict[i] = match ? 0 : FilterVerdicts::kOmit;
   }
   if (offered) return v;
   return FailAll(args,

@@ -231,7 +231,9 @@ std::string SerializeFilterVerdicts(const ExtenderArgs& args, const FilterVerdic
     AppendJsonString(&suffix[k], v.reasons[k].text);
   }
   for (size_t i = 0; i < n; ++i) {
-    estimate += names[i].size() + 4 + (v.verdict[i] ? suffix[v.verdict[i] - 1].size() : 0);
+    const uint16_t k = v.verdict[i];
+    if (k > v.reasons.size()) continue;  // left out (kOmit)
+    estimate += names[i].size() + 4 + (k ? suffix[k - 1].size() : 0);
   }
   RawWriter w(estimate);
   w.Put("{\"Nodes\":");

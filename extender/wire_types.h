@@ -56,7 +56,13 @@ struct FilterVerdicts {
     bool unresolvable = false;  // FailedAndUnresolvableNodes: preemption cannot help there
   };
   std::vector<Reason> reasons;
-  std::vector<uint16_t> verdict;  // 0 = passes; k = fails with reasons[k - 1]
+  // 0 = passes; k = fails with reasons[k - 1]; kOmit = neither. kube-scheduler keeps only the
+  // nodes a reply passes and drops the rest, failed or not (findNodesThatPassExtenders in
+  // pkg/scheduler/schedule_one.go); the failed maps only feed a FitError message and
+  // preemption, both moot when a node passes. A steered reply is therefore one name, not one
+  // entry per node (12,500 entries cost kube-scheduler ~10 ms to decode per cycle).
+  static constexpr uint16_t kOmit = 0xFFFF;
+  std::vector<uint16_t> verdict;
   std::string error;
 
   uint16_t AddReason(std::string text, bool unresolvable);

@@ -19,9 +19,11 @@ class Admission {
  public:
   virtual ~Admission() = default;
   // Called under the DaemonState lock. Reserves every GPU of the gang or nothing; the error says
-  // why it cannot start now.
+  // why it cannot start now. `exclude` names, for any gang, the nodes it must not be planned on
+  // (a queue may start other waiting gangs during this call: each keeps its own constraints).
   virtual absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
-                                                  absl::Time now) = 0;
+                                                  absl::Time now,
+                                                  const GangQueue::NodeExclusion& exclude = {}) = 0;
   // The model was rebuilt (new node set): anything remembered about the old one is void.
   virtual void Reset() {}
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
@@ -31,8 +33,12 @@ class Admission {
 class DirectAdmission : public Admission {
  public:
   absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
-                                          absl::Time now) override {
-    return sched.Reserve(gang, now);
+                                          absl::Time now,
+                                          const GangQueue::NodeExclusion& exclude) override {
+    const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(gang)) : std::vector<int>{};
+    auto r = sched.Reserve(gang, now);
+    sched.UnmaskNodes(masked);
+    return r;
   }
 };
 
@@ -48,7 +54,8 @@ class QueueAdmission : public Admission {
       : options_(options), stale_after_(stale_after), queue_(options) {}
 
   absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
-                                          absl::Time now) override {
+                                          absl::Time now,
+                                          const GangQueue::NodeExclusion& exclude) override {
     last_seen_[gang.name] = now;
     for (auto it = last_seen_.begin(); it != last_seen_.end();) {
       if (now - it->second > stale_after_) {
@@ -66,12 +73,14 @@ class QueueAdmission : public Admission {
     if (!queue_.Contains(gang.name)) {
       if (absl::Status s = queue_.Enqueue(gang, now); !s.ok()) return s;
     }
-    queue_.Schedule(sched, now);
+    queue_.Schedule(sched, now, exclude);
     if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
       last_seen_.erase(gang.name);
       return r;
     }
+    const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(gang)) : std::vector<int>{};
     auto dry = sched.DryRun(gang);
+    sched.UnmaskNodes(masked);
     if (!dry.ok()) {
       if (dry.status().code() != absl::StatusCode::kResourceExhausted) {
         queue_.Remove(sched, gang.name);  // it can never start: say why, do not keep it queued

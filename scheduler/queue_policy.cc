@@ -172,7 +172,8 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   return true;  // the claim stands even when nothing is free yet
 }
 
-std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now) {
+std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now,
+                                             const NodeExclusion& exclude) {
   std::stable_sort(waiting_.begin(), waiting_.end(), [](const Entry& a, const Entry& b) {
     if (a.spec.priority != b.spec.priority) return a.spec.priority > b.spec.priority;
     return a.enqueued < b.enqueued;
@@ -182,7 +183,9 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   for (size_t i = 0; i < waiting_.size();) {
     Entry& e = waiting_[i];
     DropHold(sched, e);
+    const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
     auto r = sched.Reserve(e.spec, now);
+    sched.UnmaskNodes(masked);
     if (r.ok()) {
       started.push_back(e.spec.name);
       waiting_.erase(waiting_.begin() + static_cast<long>(i));

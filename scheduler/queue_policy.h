@@ -11,6 +11,7 @@
 // nearly-ready gangs and hold whole members only (QueueOptions; docs/placement-quality.md).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,10 +81,14 @@ class GangQueue {
   absl::Status Enqueue(const GangSpec& gang, absl::Time now);
   // Drops a waiting gang and frees its hold, if any. False if it was not waiting.
   bool Remove(GangScheduler& sched, absl::string_view name);
+  // Nodes a gang must not be planned on (the daemon: those kube-scheduler's own filters rejected
+  // for its pods), or none.
+  using NodeExclusion = std::function<std::vector<int>(const GangSpec&)>;
   // Starts (GangScheduler::Reserve) every waiting gang that fits now, in order with backfill,
   // and maintains holds for starved gangs. Returns the names started, in start order; their
-  // records are kReserved in `sched`.
-  std::vector<std::string> Schedule(GangScheduler& sched, absl::Time now);
+  // records are kReserved in `sched`. Each gang is planned without its `exclude` nodes.
+  std::vector<std::string> Schedule(GangScheduler& sched, absl::Time now,
+                                    const NodeExclusion& exclude = {});
 
   const std::vector<Entry>& waiting() const { return waiting_; }
   bool Contains(absl::string_view name) const;

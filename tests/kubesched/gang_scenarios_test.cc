@@ -1,3 +1,5 @@
+// Over 500 lines: the issue's six gang scenarios share one topogangd + emulator harness and
+// one invariant checker (no member bound before every member reached bind).
 // Issue #9's gang scenarios through the kube-scheduler emulator and the real topogangd (cluster
 // mode, against the fake API server): a 1,024-pod gang created at 20 pods/s, two 40-pod gangs
 // interleaved on a cluster that fits one, a gang with a nodeSelector, tolerated GPU taints, and a
