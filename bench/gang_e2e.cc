@@ -9,7 +9,8 @@
 //   topogang  the emulator with the real topogangd (cluster mode, forked) as its extender, as
 //             deploy/scheduler-config.yaml configures it: filter/prioritize/bind, weight 5,
 //             httpTimeout 5 s, nodeCacheCapable, percentageOfNodesToScore 100; topogangd with
-//             bind_window_ms 4000 and reservation_ttl_seconds 30 (the shipped defaults)
+//             bind_window_ms 4000, bind_parallelism 64 and reservation_ttl_seconds 30 (the shipped
+//             defaults)
 // Both at kube-scheduler's realistic pace: cycle_cost 10 ms of extra time per scheduling cycle
 // (~100 pods/s), time_scale 1 (real time). Each member asks for --gpus-per-pod GPUs (1).
 //
@@ -19,6 +20,7 @@
 //
 //   gang_e2e [--topogangd PATH] [--cluster FILE] [--nodes N] [--sizes 16,256,1024,4096]
 //            [--rate PODS_PER_S] [--cycle-cost-ms 10] [--bind-window-ms 4000]
+//            [--bind-parallelism 64]
 //            [--gpus-per-pod 1] [--modes baseline,topogang] [--timeout-s 600]
 //   --topogangd defaults to topogangd next to this executable; --rate 0 (the default) creates
 //   the pods as fast as the API server takes them; --nodes takes the cluster's first N nodes.
@@ -58,10 +60,15 @@ struct Flags {
   double rate = 0;  // pods/s; 0: as fast as possible
   int cycle_cost_ms = 10;
   int bind_window_ms = 4000;
+  int bind_parallelism = 64;
   int gpus_per_pod = 1;
   bool baseline = true, topogang = true;
   int timeout_s = 600;
 };
+
+double PerCycleMs(absl::Duration d, int64_t cycles) {
+  return cycles > 0 ? absl::ToDoubleMilliseconds(d) / static_cast<double>(cycles) : 0;
+}
 
 struct Result {
   std::string error;  // "" when every member was bound
@@ -123,6 +130,7 @@ Result RunOnce(const Flags& f, const std::vector<topogang::NodeSpec>& nodes, int
     t.binary = f.topogangd;
     t.api_url = api.url();
     t.bind_window_ms = f.bind_window_ms;
+    t.bind_parallelism = f.bind_parallelism;
     t.reservation_ttl_seconds = 30;
     t.topology = "{preset: topograph, cluster_oversubscription: 3}";
     t.ready_timeout = absl::Seconds(300);
@@ -203,7 +211,8 @@ int Usage(const std::string& why) {
   std::cerr << "gang_e2e: " << why
             << "\nusage: gang_e2e [--topogangd PATH] [--cluster FILE] [--nodes N] "
                "[--sizes 16,256,1024,4096] [--rate PODS_PER_S] [--cycle-cost-ms 10] "
-               "[--bind-window-ms 4000] [--gpus-per-pod 1] [--modes baseline,topogang] "
+               "[--bind-window-ms 4000] [--bind-parallelism 64] [--gpus-per-pod 1] [--modes "
+               "baseline,topogang] "
                "[--timeout-s 600]\n";
   return 2;
 }
@@ -234,6 +243,8 @@ int Main(int argc, char** argv) {
       ok = absl::SimpleAtod(v, &f.rate) && f.rate >= 0;
     } else if (a == "--cycle-cost-ms") {
       ok = integer(&f.cycle_cost_ms);
+    } else if (a == "--bind-parallelism") {
+      ok = integer(&f.bind_parallelism) && f.bind_parallelism >= 1 && f.bind_parallelism <= 256;
     } else if (a == "--bind-window-ms") {
       ok = integer(&f.bind_window_ms) && f.bind_window_ms >= 10;
     } else if (a == "--gpus-per-pod") {
@@ -261,7 +272,8 @@ int Main(int argc, char** argv) {
   std::cout << "cluster " << spec->name << ": " << nodes.size() << " nodes, " << gpus
             << " GPUs; cycle_cost " << f.cycle_cost_ms << " ms, time_scale 1, httpTimeout 5 s, "
             << "percentageOfNodesToScore 100, weight 5, nodeCacheCapable; bind_window_ms "
-            << f.bind_window_ms << "; " << f.gpus_per_pod << " GPU(s) per member; creation "
+            << f.bind_window_ms << ", bind_parallelism " << f.bind_parallelism << "; "
+            << f.gpus_per_pod << " GPU(s) per member; creation "
             << (f.rate > 0 ? absl::StrCat(f.rate, " pods/s") : std::string("as fast as possible"))
             << "\n"
             << std::flush;
@@ -284,11 +296,14 @@ int Main(int argc, char** argv) {
                  "-> last bound %ss, first created -> last bound %ss, first bound -> last bound "
                  "%ss; %d cycles, %d "
                  "filter calls, %d extender binds (%d answered with an error), %d API "
-                 "binds by the scheduler%s%s",
+                 "binds by the scheduler; per cycle: own filters %.2f ms, extender filter "
+                 "%.2f ms, scoring %.2f ms%s%s",
                  with_topogang ? "topogang" : "baseline", members, Secs(r.setup), Secs(r.create),
                  created_rate, Secs(r.last_to_bound), Secs(r.first_to_bound), Secs(r.bind_span),
                  r.c.cycles, r.c.filter_calls, r.c.bind_calls, r.c.bind_failures,
-                 r.c.api_bind_calls,
+                 r.c.api_bind_calls, PerCycleMs(r.c.own_filter_time, r.c.cycles),
+                 PerCycleMs(r.c.extender_filter_time, r.c.cycles),
+                 PerCycleMs(r.c.score_time, r.c.cycles),
                  r.server_times.empty() ? ""
                                         : "; topogangd mean time per request: " + r.server_times,
                  r.error.empty() ? "" : "\n  FAILED: " + r.error)

@@ -79,6 +79,8 @@ int RunDryRun(int argc, char** argv) {
     std::cerr << "topogang dry-run: " << jobs.status().message() << "\n";
     return 2;
   }
+  // Which label family `preset: auto` chose, on stderr so the table stays machine-readable.
+  if (!loaded->topology_note.empty()) std::cerr << loaded->topology_note << "\n";
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
   GangScheduler sched(*std::move(cluster), loaded->config.scheduler);

@@ -15,6 +15,7 @@
 #include "config/loader.h"
 #include "sim/engine.h"
 #include "sim/generator.h"
+#include "sim/job_classes.h"
 #include "sim/policy.h"
 #include "sim/report.h"
 #include "sim/svg.h"
@@ -42,6 +43,11 @@ of its placement (communication model, docs/placement-quality.md).
                           plus restart (default 600)
   --rendezvous-timeout S  'default' policy: seconds a partial gang holds its pods (default 600)
   --snapshot-at S         time of the occupancy picture (default: middle of the arrivals)
+  --comm-model proxy|network  how a placement becomes run time: proxy (default) stretches by
+                          the planner's span bandwidth; network by the all-reduce time on the
+                          placement's links (docs/network-model.md)
+  --uplink-contention     with --comm-model network: a starting job shares switch uplinks with
+                          the jobs running then instead of getting its fully loaded share
   --locality-patience S   topogang only, prototype queue change (default 0 = off): a gang
                           planned below its ideal bandwidth waits up to S seconds for better
   --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
@@ -108,6 +114,7 @@ int RunSimulate(int argc, char** argv) {
                          "restart-cost",
                          "rendezvous-timeout",
                          "snapshot-at",
+                         "comm-model",
                          "locality-patience",
                          "queue-starvation-minutes",
                          "queue-hold-min-gpus",
@@ -125,7 +132,7 @@ int RunSimulate(int argc, char** argv) {
                          "max-job-gpus",
                          "trace-failures",
                          "write-trace"},
-                        {"help", "repair-in-place-always"});
+                        {"help", "repair-in-place-always", "uplink-contention"});
   if (!args.ok()) {
     std::cerr << "topogang simulate: " << args.status().message() << "\n\n" << kHelp;
     return 2;
@@ -158,6 +165,15 @@ int RunSimulate(int argc, char** argv) {
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
   double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf;
+  sim::CommModel comm_model = sim::CommModel::kProxy;
+  if (args->Has("comm-model")) {
+    const std::string m = args->Get("comm-model");
+    if (m != "proxy" && m != "network") {
+      std::cerr << "topogang simulate: --comm-model must be proxy or network, got '" << m << "'\n";
+      return 2;
+    }
+    if (m == "network") comm_model = sim::CommModel::kNetwork;
+  }
   int q_order = -1;
   if (args->Has("queue-claim-order")) {
     const std::string order = args->Get("queue-claim-order");
@@ -268,6 +284,8 @@ int RunSimulate(int argc, char** argv) {
   }
   sim::SimOptions opt;
   opt.seed = seed;
+  opt.comm_model = comm_model;
+  opt.uplink_contention = args->Has("uplink-contention");
   opt.failure_rate_per_node_day = failure_rate;
   opt.repair_s = repair_h * 3600;
   opt.restart_cost_s = restart_cost;
@@ -325,6 +343,7 @@ int RunSimulate(int argc, char** argv) {
     std::cout << results[0].summary.unschedulable
               << " job(s) can never fit this cluster and were left out\n";
   }
+  std::cout << "\n" << sim::JobClassTable(*cluster, results);
 
   if (args->Has("out")) {
     std::filesystem::path dir(args->Get("out"));

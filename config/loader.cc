@@ -2,6 +2,7 @@
 
 #include "common/file_util.h"
 #include "topology/cluster_file.h"
+#include "topology/label_family.h"
 
 namespace topogang {
 
@@ -25,7 +26,13 @@ absl::StatusOr<LoadedCluster> LoadClusterFiles(const std::string& cluster_path,
   } else if (out.spec.topology) {
     out.topology = *out.spec.topology;
   } else {
-    out.topology = *PresetTopology("topograph");
+    out.topology = *PresetTopology("auto");
+  }
+  if (out.topology.detect) {
+    TopologyDetection d = DetectTopology(out.spec.nodes, out.topology);
+    out.topology = std::move(d.topology);
+    out.topology_note = std::move(d.summary);
+    for (std::string& r : d.reports) out.warnings.push_back(std::move(r));
   }
   return out;
 }

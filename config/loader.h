@@ -1,5 +1,6 @@
 // Reads a cluster file and an optional config file from disk and builds the model, resolving
-// which topology applies: --config's, else the cluster file's, else the topograph preset.
+// which topology applies: --config's, else the cluster file's, else `auto`; `auto` is resolved
+// here from the cluster's node labels (topology/label_family.h).
 #pragma once
 
 #include <string>
@@ -16,6 +17,7 @@ struct LoadedCluster {
   TopogangConfig config;
   TopologyConfig topology;  // the one applied
   std::vector<std::string> warnings;
+  std::string topology_note;  // with `auto`: which label family was detected, for logs
 };
 
 // config_path may be empty. Errors name the file (and line for content errors).

@@ -67,7 +67,9 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
               .IgnoreError();
         }
         // A regrouped gang's bound members are already there: wait only for the missing ones.
-        if (AllArrivedLocked(e, nodes)) {
+        // A gang kube-scheduler held at Permit binds at once: its members passed Permit
+        // together, and a second barrier here could only send them back through it.
+        if (e.permit_barrier || AllArrivedLocked(e, nodes)) {
           e.binding = true;
           open_barrier = true;
         }
@@ -106,7 +108,19 @@ void GangLedger::AnswerHeldLocked(absl::Time now, FailList* fail) {
       continue;
     }
     Entry& e = it->second;
-    if (e.binding) {  // the barrier is open: the bindings answer
+    if (e.binding) {
+      // The barrier is open and each binding answers its own member, but a large gang's burst
+      // can outlast kube-scheduler's httpTimeout: a member still waiting at the end of its
+      // window is answered, and kube-scheduler drops it from its queue once the API server
+      // shows it bound (a binding that fails is retried alone, as any other).
+      for (Member& m : e.slots) {
+        if (!m.held || m.held_until > now) continue;
+        fail->emplace_back(std::move(m.held),
+                           absl::StrCat("topogang: gang ", *b,
+                                        " is being bound; this pod's binding to its reserved node "
+                                        "is in progress"));
+        m.held = nullptr;
+      }
       ++b;
       continue;
     }
@@ -166,7 +180,7 @@ void GangLedger::CompleteBarrier(const std::string& id) {
     if (it == gangs_.end()) return;
     Entry& e = it->second;
     std::vector<std::string> nodes = SlotNodesLocked(id);
-    if (!AllArrivedLocked(e, nodes)) {
+    if (!e.permit_barrier && !AllArrivedLocked(e, nodes)) {
       e.binding = false;  // a slot moved since the last member arrived: wait for it again
       return;
     }
@@ -181,14 +195,17 @@ void GangLedger::CompleteBarrier(const std::string& id) {
     for (size_t i = 0; i < e.slots.size(); ++i) {
       Member& m = e.slots[i];
       if (m.bound) continue;
+      // Permit barrier: members that have not reached bind yet bind alone when they do.
+      if (i >= nodes.size() || m.arrived_node != nodes[i]) continue;
       PodBinding b = m.pod;
       b.node = nodes[i];
       m.in_flight = true;
       pending->push_back({std::move(b), i});
     }
   }
+  // Counted under mu_: the last binding's callback marks the gang running before any reply of
+  // it goes out, so a member deleted right after its answer is released as a running member.
   struct Outcome {
-    std::mutex mu;
     size_t left;
     int failed = 0;
     std::string first_error;
@@ -197,18 +214,6 @@ void GangLedger::CompleteBarrier(const std::string& id) {
   auto out = std::make_shared<Outcome>();
   out->left = pending->size();
   auto finish = [this, id, pending, out] {
-    FailList replies;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = gangs_.find(id);
-      if (it != gangs_.end()) {
-        Entry& e = it->second;
-        // Bound pods hold their GPUs now, so the gang runs even if some binding calls failed;
-        // those members are retried by kube-scheduler and bound alone to their reserved node.
-        e.running = true;
-        e.binding = false;
-      }
-    }
     state_.Publish({0,
                     {},
                     out->failed ? "bind-failed" : "bind",
@@ -227,35 +232,50 @@ void GangLedger::CompleteBarrier(const std::string& id) {
               {out->failed_pods.front()}});
     }
   };
+  // Bound pods hold their GPUs now, so the gang runs even if some binding calls failed; those
+  // members are retried by kube-scheduler and bound alone to their reserved node.
+  auto mark_running = [this, id] {
+    auto it = gangs_.find(id);
+    if (it == gangs_.end()) return;
+    it->second.running = true;
+    it->second.binding = false;
+  };
   if (pending->empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      mark_running();
+    }
     finish();
     return;
   }
   for (const Pending& p : *pending) {
-    BindAsync(p.binding, [this, id, p, out, finish](absl::Status st) {
+    BindAsync(p.binding, [this, id, p, out, finish, mark_running](absl::Status st) {
       BindCallback reply;
+      bool last;
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = gangs_.find(id);
-        if (it != gangs_.end() && p.slot < it->second.slots.size()) {
+        const std::string key =
+            PodKey(p.binding.pod_uid, p.binding.pod_namespace, p.binding.pod_name);
+        // The slot may have been given up meanwhile (the pod was deleted): touch it only if it
+        // is still this pod's.
+        if (it != gangs_.end() && p.slot < it->second.slots.size() &&
+            it->second.slots[p.slot].key == key) {
           Member& m = it->second.slots[p.slot];
           m.in_flight = false;
           if (st.ok()) m.bound = true;
           reply = std::move(m.held);
           m.held = nullptr;
         }
-      }
-      if (reply) reply(st.ok() ? "" : std::string(st.message()));
-      bool last;
-      {
-        std::lock_guard<std::mutex> lock(out->mu);
         if (!st.ok()) {
           ++out->failed;
           out->failed_pods.push_back(p.binding);
           if (out->first_error.empty()) out->first_error = std::string(st.message());
         }
         last = --out->left == 0;
+        if (last) mark_running();
       }
+      if (reply) reply(st.ok() ? "" : std::string(st.message()));
       if (last) finish();
     });
   }

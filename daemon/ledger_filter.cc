@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/gang_ledger.h"
@@ -72,13 +73,50 @@ FilterDecision ErrorResult(const std::string& error) {
 
 }  // namespace
 
-FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::string>& offered) {
-  auto membership = ParseGangMembership(pod.namespace_, pod.labels, pod.annotations);
-  if (!membership.ok()) {
-    return ErrorResult(absl::StrCat("pod ", pod.Key(), ": ", membership.status().message()));
-  }
+GangResolution GangLedger::Resolve(const PodInfo& pod) const {
+  return ResolveGang(pod, lookup_.load(), [this](const std::string& label) -> std::string {
+    // A PodGroup's topology key names a node label; the tier built from it is the constraint.
+    if (label == "kubernetes.io/hostname") return "node";
+    return state_.With([&](GangScheduler& s) -> std::string {
+      for (const TierSpec& t : s.cluster().topology().tiers) {
+        if (t.label == label) return t.name;
+      }
+      return "";
+    });
+  });
+}
+
+void GangLedger::WarnMembership(const PodInfo& pod, const std::string& message) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
-  if (!membership->has_value() && pod.gpus == 0) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (warned_.size() > 10000) warned_.clear();
+    auto [it, added] = warned_.emplace(key, message);
+    if (!added && it->second == message) return;
+    it->second = message;
+  }
+  Notify({"Warning",
+          absl::StartsWith(message, "conflicting") ? "GangConflict" : "GangInvalid",
+          "",
+          absl::StrCat("topogang: ", message),
+          {PodBinding{pod.name, pod.namespace_, pod.uid, ""}}});
+}
+
+FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::string>& offered) {
+  GangResolution resolved = Resolve(pod);
+  if (resolved.kind == GangResolution::Kind::kError) {
+    WarnMembership(pod, resolved.message);
+    return ErrorResult(absl::StrCat("pod ", pod.Key(), ": ", resolved.message));
+  }
+  if (resolved.kind == GangResolution::Kind::kWaiting) {
+    // An error, not a plain failure: kube-scheduler retries it after its backoff (seconds), not
+    // after the next cluster event, so the pod moves once the object arrives.
+    return ErrorResult(absl::StrCat("pod ", pod.Key(), ": ", resolved.message));
+  }
+  std::optional<GangMembership> membership;
+  if (resolved.kind == GangResolution::Kind::kGang) membership = std::move(resolved.gang);
+  const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
+  if (!membership.has_value() && pod.gpus == 0) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (passthrough_.size() > 100000) passthrough_.clear();
@@ -87,14 +125,14 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
     return FilterDecision{};
   }
   if (pod.gpus == 0) {
-    return ErrorResult(absl::StrCat("pod ", pod.Key(), " is in gang ", (*membership)->id,
+    return ErrorResult(absl::StrCat("pod ", pod.Key(), " is in gang ", membership->id,
                                     " but requests no ", options_.gpu_resource,
                                     "; gang members must request GPUs"));
   }
-  const bool multi = membership->has_value() && (*membership)->size > 1;
+  const bool multi = membership.has_value() && membership->size > 1;
   GangSpec spec;
-  if (membership->has_value()) {
-    spec = (*membership)->ToSpec(static_cast<int>(pod.gpus));
+  if (membership.has_value()) {
+    spec = membership->ToSpec(static_cast<int>(pod.gpus));
   } else {
     spec.name = SingletonGangId(pod.namespace_, pod.name);
     spec.members = 1;
@@ -160,6 +198,8 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         Entry e;
         e.spec = spec;
         e.multi = multi;
+        e.permit_barrier = multi && membership->upstream &&
+                           options_.gang_barrier == GangLedgerOptions::GangBarrier::kAuto;
         e.slots.resize(spec.members);
         it = gangs_.emplace(id, std::move(e)).first;
         pending_.insert(id);

@@ -140,7 +140,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   const int slot = p->second.second;
   Entry& e = gangs_.at(id);
   Member& m = e.slots[slot];
-  if (!e.running && !e.adopted) {
+  if (!e.running && !e.adopted && !e.binding) {
     // A pending gang: the pod leaves its slot at once (its held bind, if any, is answered), and
     // a gang none of whose pods is left holds nothing.
     FailList fails;
@@ -171,7 +171,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   // A running gang's member is gone (finished, deleted, or never bound because its binding
   // failed): its GPUs come back with its pod and its slot is free again, so a replacement pod
   // filters next to the surviving members (the gang is managed member by member from now on,
-  // like a regrouped one).
+  // like a regrouped one). A gang whose barrier opened is committed in the core: the same.
   state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
   by_pod_.erase(key);
   if (m.held) {
@@ -181,8 +181,9 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   }
   m = Member{};
   e.adopted = true;
-  bool all_gone =
-      std::all_of(e.slots.begin(), e.slots.end(), [](const Member& x) { return !x.bound; });
+  // Members whose binding is still at the API server may yet be bound: not gone.
+  bool all_gone = std::all_of(e.slots.begin(), e.slots.end(),
+                              [](const Member& x) { return !x.bound && !x.in_flight; });
   if (all_gone) {
     FailList fails;
     DropEntryLocked(id, "topogang: every running member of the gang is gone; filter again",

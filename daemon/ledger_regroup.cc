@@ -90,17 +90,17 @@ std::optional<std::string> GangLedger::AdoptIntoGangLocked(const PodInfo& pod,
 std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   const std::string id = SingletonGangId(pod.namespace_, pod.name);
-  auto m = ParseGangMembership(pod.namespace_, pod.labels, pod.annotations);
-  const bool multi = m.ok() && m->has_value() && (*m)->size > 1;
+  GangResolution m = Resolve(pod);
+  const bool multi = m.kind == GangResolution::Kind::kGang && m.gang.size > 1;
   if (multi) {
     std::optional<std::string> error;
-    std::optional<std::string> disagree = AdoptIntoGangLocked(pod, **m, &error);
+    std::optional<std::string> disagree = AdoptIntoGangLocked(pod, m.gang, &error);
     if (!disagree) return error;
     // The pod runs whatever its labels say: adopt it alone, as a member of no gang.
     state_.Publish({0,
                     {},
                     "adopt",
-                    (*m)->id,
+                    m.gang.id,
                     pod.node_name,
                     absl::StrCat("pod ", pod.namespace_, "/", pod.name,
                                  " adopted alone, not into its gang: ", *disagree)});

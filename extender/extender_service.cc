@@ -1,7 +1,7 @@
 #include "extender/extender_service.h"
 
 #include "absl/strings/str_cat.h"
-#include "k8s/gang_labels.h"
+#include "k8s/gang_conventions.h"
 #include "k8s/pod_info.h"
 
 namespace topogang {
@@ -93,8 +93,8 @@ ExtenderPreemptionResult ExtenderService::Preempt(const ExtenderPreemptionArgs& 
         // Full form: the victim's own labels say whether it belongs to a gang.
         auto info = ParsePod(victims.pods[i], ledger_.options().gpu_resource);
         if (info.ok()) {
-          auto m = ParseGangMembership(info->namespace_, info->labels, info->annotations);
-          protect = m.ok() && m->has_value() && (*m)->size > 1;
+          GangResolution m = ledger_.Resolve(*info);
+          protect = m.kind == GangResolution::Kind::kGang && m.gang.size > 1;
         }
       }
     }

@@ -66,67 +66,99 @@ std::string SingletonGangId(absl::string_view pod_namespace, absl::string_view p
   return absl::StrCat(pod_namespace, "/pod:", pod_name);
 }
 
-absl::StatusOr<std::optional<GangMembership>> ParseGangMembership(
-    absl::string_view pod_namespace, const std::map<std::string, std::string>& labels,
+absl::StatusOr<std::optional<GangMembership>> ParseLabelGang(
+    LabelConvention convention, absl::string_view pod_namespace,
+    const std::map<std::string, std::string>& labels,
     const std::map<std::string, std::string>& annotations) {
-  auto name = Lookup(labels, annotations, kGangLabel);
-  if (!name.ok()) return name.status();
-  std::string size_key = kGangSizeKey;
-  auto size_text = Lookup(labels, annotations, kGangSizeKey);
-  if (!size_text.ok()) return size_text.status();
-  if (name->empty()) {
-    auto k = labels.find(kKueueGroupLabel);
-    if (k == labels.end()) {
-      if (!size_text->empty()) {
+  std::string name, size_text;
+  const char* size_key = kGangSizeKey;
+  if (convention == LabelConvention::kTopogang) {
+    auto n = Lookup(labels, annotations, kGangLabel);
+    if (!n.ok()) return n.status();
+    auto t = Lookup(labels, annotations, kGangSizeKey);
+    if (!t.ok()) return t.status();
+    if (n->empty()) {
+      if (!t->empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(kGangSizeKey, " is set but ", kGangLabel, " is not"));
       }
       return std::optional<GangMembership>();
     }
-    *name = k->second;
+    name = *n;
+    size_text = *t;
+  } else {
+    auto k = labels.find(kKueueGroupLabel);
+    if (k == labels.end()) return std::optional<GangMembership>();
+    name = k->second;
     size_key = kKueueCountAnnotation;
     auto a = annotations.find(kKueueCountAnnotation);
-    *size_text = a == annotations.end() ? "" : a->second;
+    size_text = a == annotations.end() ? "" : a->second;
   }
-  if (!ValidName(*name)) {
+  if (!ValidName(name)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("gang name \"", absl::string_view(*name).substr(0, 80),
+        absl::StrCat("gang name \"", absl::string_view(name).substr(0, 80),
                      "\" must be 1-63 characters of letters, digits, '-', '_' or '.'"));
   }
-  if (size_text->empty()) {
+  if (size_text.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("gang ", *name, ": ", size_key, " is required (the number of member pods)"));
+        absl::StrCat("gang ", name, ": ", size_key, " is required (the number of member pods)"));
   }
   GangMembership g;
-  g.id = absl::StrCat(pod_namespace, "/", *name);
-  auto size = StrictCount(size_key, *size_text, kMaxGangMembers);
+  g.id = absl::StrCat(pod_namespace, "/", name);
+  g.source = convention == LabelConvention::kTopogang ? kGangLabel : kKueueGroupLabel;
+  auto size = StrictCount(size_key, size_text, kMaxGangMembers);
   if (!size.ok()) return size.status();
   g.size = *size;
-  for (auto [key, field] :
-       {std::pair{kRequiredTierKey, &g.required_tier},
-        std::pair{kPreferredTierKey, &g.preferred_tier}, std::pair{kSliceTierKey, &g.slice.tier}}) {
+  return std::optional<GangMembership>(std::move(g));
+}
+
+absl::Status ParsePlacementKeys(const std::map<std::string, std::string>& labels,
+                                const std::map<std::string, std::string>& annotations,
+                                GangMembership* g) {
+  for (auto [key, field] : {std::pair{kRequiredTierKey, &g->required_tier},
+                            std::pair{kPreferredTierKey, &g->preferred_tier},
+                            std::pair{kSliceTierKey, &g->slice.tier}}) {
     auto v = Lookup(labels, annotations, key);
     if (!v.ok()) return v.status();
-    if (!v->empty() && !ValidName(*v)) {
+    if (v->empty()) continue;
+    if (!ValidName(*v)) {
       return absl::InvalidArgumentError(
           absl::StrCat(key, "=\"", v->substr(0, 80), "\": not a valid tier name"));
+    }
+    if (!field->empty() && *field != *v) {
+      return absl::InvalidArgumentError(absl::StrCat(key, "=\"", *v,
+                                                     "\" disagrees with the tier \"", *field,
+                                                     "\" its ", g->source, " requires"));
     }
     *field = *v;
   }
   auto slice = Lookup(labels, annotations, kSliceSizeKey);
   if (!slice.ok()) return slice.status();
   if (!slice->empty()) {
-    auto n = StrictCount(kSliceSizeKey, *slice, g.size);
+    auto n = StrictCount(kSliceSizeKey, *slice, g->size);
     if (!n.ok()) return n.status();
-    g.slice.members = *n;
-    if (g.slice.tier.empty()) {
+    g->slice.members = *n;
+    if (g->slice.tier.empty()) {
       return absl::InvalidArgumentError(
           absl::StrCat(kSliceSizeKey, " needs ", kSliceTierKey, " (the tier each slice fits in)"));
     }
-  } else if (!g.slice.tier.empty()) {
+  } else if (!g->slice.tier.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(kSliceTierKey, " needs ", kSliceSizeKey));
   }
-  return std::optional<GangMembership>(std::move(g));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<GangMembership>> ParseGangMembership(
+    absl::string_view pod_namespace, const std::map<std::string, std::string>& labels,
+    const std::map<std::string, std::string>& annotations) {
+  auto g = ParseLabelGang(LabelConvention::kTopogang, pod_namespace, labels, annotations);
+  if (!g.ok()) return g.status();
+  if (!g->has_value()) {
+    g = ParseLabelGang(LabelConvention::kKueue, pod_namespace, labels, annotations);
+    if (!g.ok() || !g->has_value()) return g;
+  }
+  if (absl::Status s = ParsePlacementKeys(labels, annotations, &**g); !s.ok()) return s;
+  return g;
 }
 
 }  // namespace topogang

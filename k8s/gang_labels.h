@@ -11,7 +11,8 @@
 //   kueue.x-k8s.io/pod-group-total-count  annotation: number of member pods
 //
 // Each topogang key may be a label or an annotation; if both are set they must agree. A gang is
-// identified by namespace/name, so equal names in two namespaces are two gangs.
+// identified by namespace/name, so equal names in two namespaces are two gangs. The tier and
+// slice keys also apply to gangs named by other conventions (k8s/gang_conventions.h).
 #pragma once
 
 #include <map>
@@ -38,6 +39,11 @@ struct GangMembership {
   std::string required_tier;
   std::string preferred_tier;
   SliceSpec slice;
+  std::string source;  // the convention that named it, for messages ("topogang.io/gang", ...)
+  // Named through the upstream API (scheduling.k8s.io): kube-scheduler's GangScheduling plugin
+  // already holds its members together at Permit, before the extender's bind.
+  bool upstream = false;
+  int index = -1;  // the member's rank where the convention gives one (informational)
 
   // The core's view of the gang (name = id) for members of `gpus_per_member` GPUs.
   GangSpec ToSpec(int gpus_per_member) const;
@@ -47,6 +53,18 @@ struct GangMembership {
 absl::StatusOr<std::optional<GangMembership>> ParseGangMembership(
     absl::string_view pod_namespace, const std::map<std::string, std::string>& labels,
     const std::map<std::string, std::string>& annotations);
+
+// One label convention alone, without the tier/slice keys: nullopt when its keys are absent.
+enum class LabelConvention { kTopogang, kKueue };
+absl::StatusOr<std::optional<GangMembership>> ParseLabelGang(
+    LabelConvention convention, absl::string_view pod_namespace,
+    const std::map<std::string, std::string>& labels,
+    const std::map<std::string, std::string>& annotations);
+
+// Sets required/preferred tier and slice from the topogang.io keys (g->size must be set).
+absl::Status ParsePlacementKeys(const std::map<std::string, std::string>& labels,
+                                const std::map<std::string, std::string>& annotations,
+                                GangMembership* g);
 
 // The core name of the gang of one formed by a GPU pod without a gang. ':' never occurs in a
 // label value, so it cannot collide with a real gang.

@@ -101,6 +101,52 @@ absl::StatusOr<std::vector<ContainerRequest>> ParseContainers(const Json& spec,
   return out;
 }
 
+// The controller among metadata.ownerReferences (kind, name, apiVersion), if any.
+absl::Status ParseController(const Json& meta, PodInfo::OwnerRef* out) {
+  auto refs = JsonArray(meta, "ownerReferences", "Pod.metadata.ownerReferences");
+  if (!refs.ok()) return refs.status();
+  if (*refs == nullptr) return absl::OkStatus();
+  for (size_t i = 0; i < (*refs)->size(); ++i) {
+    const Json& r = (**refs)[i];
+    const std::string what = absl::StrCat("Pod.metadata.ownerReferences[", i, "]");
+    auto controller = JsonBool(r, "controller", what + ".controller");
+    if (!controller.ok()) return controller.status();
+    if (!*controller) continue;
+    auto api = JsonString(r, "apiVersion", what + ".apiVersion");
+    auto kind = JsonString(r, "kind", what + ".kind");
+    auto name = JsonString(r, "name", what + ".name");
+    for (auto* v : {&api, &kind, &name}) {
+      if (!v->ok()) return v->status();
+    }
+    *out = {*api, *kind, *name};
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+// spec.schedulingGroup.podGroupName and spec.workloadRef{name, podGroup, podGroupReplicaKey}.
+absl::Status ParseGroupRefs(const Json& spec, PodInfo* p) {
+  auto group = JsonObject(spec, "schedulingGroup", "Pod.spec.schedulingGroup");
+  if (!group.ok()) return group.status();
+  if (*group) {
+    auto name = JsonString(**group, "podGroupName", "Pod.spec.schedulingGroup.podGroupName");
+    if (!name.ok()) return name.status();
+    p->scheduling_group = *name;
+  }
+  auto ref = JsonObject(spec, "workloadRef", "Pod.spec.workloadRef");
+  if (!ref.ok()) return ref.status();
+  if (*ref) {
+    auto name = JsonString(**ref, "name", "Pod.spec.workloadRef.name");
+    auto pg = JsonString(**ref, "podGroup", "Pod.spec.workloadRef.podGroup");
+    auto key = JsonString(**ref, "podGroupReplicaKey", "Pod.spec.workloadRef.podGroupReplicaKey");
+    for (auto* v : {&name, &pg, &key}) {
+      if (!v->ok()) return v->status();
+    }
+    p->workload_ref = {*name, *pg, *key};
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<PodInfo> ParsePod(const Json& pod, absl::string_view resource) {
@@ -130,9 +176,12 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod, absl::string_view resource) {
   if (!ann.ok()) return ann.status();
   p.annotations = std::move(*ann);
 
+  if (absl::Status st = ParseController(m, &p.controller); !st.ok()) return st;
+
   auto spec = JsonObject(pod, "spec", "Pod.spec");
   if (!spec.ok()) return spec.status();
   const Json& s = *spec ? **spec : kEmpty;
+  if (absl::Status st = ParseGroupRefs(s, &p); !st.ok()) return st;
   auto node = JsonString(s, "nodeName", "Pod.spec.nodeName");
   if (!node.ok()) return node.status();
   p.node_name = *node;

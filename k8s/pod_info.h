@@ -1,6 +1,6 @@
 // The few facts about a core/v1 Pod that topogang needs, read from its JSON: identity, labels and
-// annotations (gang membership), where it is bound, its phase, and its GPU request computed the
-// way the scheduler does.
+// annotations, group references and controller (gang membership), where it is bound, its phase, and
+// its GPU request computed the way the scheduler does.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,17 @@ struct PodInfo {
   std::string phase;      // status.phase
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
-  int priority = 0;                // spec.priority (0 when unset)
+  int priority = 0;  // spec.priority (0 when unset)
+  // The upstream gang API (KEP-4671), which names the pod's group in its spec:
+  // spec.schedulingGroup.podGroupName (1.36+) or spec.workloadRef (1.35).
+  std::string scheduling_group;
+  struct WorkloadRef {
+    std::string name, pod_group, replica_key;
+  } workload_ref;
+  // The metadata.ownerReferences entry with controller: true (empty when none).
+  struct OwnerRef {
+    std::string api_version, kind, name;
+  } controller;
   int64_t gpus = 0;                // effective request of `resource`
   bool mentions_resource = false;  // some container names it (kube-scheduler's IsInterested)
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "topology/cluster.h"
+#include "topology/label_family.h"
 
 namespace topogang {
 
@@ -153,8 +154,22 @@ void KubeSync::RebuildLocked() {
   for (const auto& [name, n] : nodes_) {
     if (n.gpus > 0) spec.nodes.push_back(n.ToSpec());
   }
+  TopologyConfig topology = topology_;
+  if (topology_.detect) {
+    // No tiers configured: read them from the label family the GPU nodes carry. Fixed once a
+    // family is found, so nodes joining later never reshape the tiers under running gangs;
+    // until then (no GPU nodes yet, or none labelled yet) every rebuild looks again.
+    TopologyDetection d = DetectTopology(spec.nodes, topology_);
+    if (!d.family.empty() || (d.gpu_nodes > 0 && !detection_logged_)) {
+      std::cerr << "topogangd: " << d.summary << std::endl;
+      for (const std::string& r : d.reports) std::cerr << "topogangd: " << r << std::endl;
+      detection_logged_ = true;
+    }
+    if (!d.family.empty()) topology_ = d.topology;
+    topology = std::move(d.topology);
+  }
   std::vector<std::string> warnings;
-  auto cluster = Cluster::Build(spec, topology_, &warnings);
+  auto cluster = Cluster::Build(spec, topology, &warnings);
   if (!cluster.ok()) {
     std::cerr << "topogangd: cannot build the cluster model: " << cluster.status() << std::endl;
     return;
@@ -234,11 +249,21 @@ bool KubeSync::TierLabelsDiffer(const std::map<std::string, std::string>& a,
     auto it = m.find(k);
     return it == m.end() ? nullptr : &it->second;
   };
+  auto differ = [&](const std::string& label) {
+    const std::string* x = value(a, label);
+    const std::string* y = value(b, label);
+    return (x == nullptr) != (y == nullptr) || (x != nullptr && *x != *y);
+  };
+  if (topology_.detect) {  // no family found yet: a family label arriving may decide it
+    for (const auto* m : {&a, &b}) {
+      for (const auto& [k, v] : *m) {
+        if (IsFamilyLabel(k) && differ(k)) return true;
+      }
+    }
+    return false;
+  }
   for (const TierSpec& t : topology_.tiers) {
-    if (t.label.empty()) continue;
-    const std::string* x = value(a, t.label);
-    const std::string* y = value(b, t.label);
-    if ((x == nullptr) != (y == nullptr) || (x != nullptr && *x != *y)) return true;
+    if (!t.label.empty() && differ(t.label)) return true;
   }
   return false;
 }

@@ -1,5 +1,8 @@
 // Keeps the model in step with the API server: lists Nodes and Pods, then watches both (with
 // resourceVersion and bookmarks), relisting on 410 Gone and reconnecting with backoff.
+//  - With no tiers configured (`preset: auto`), the tiers come from the label family the GPU
+//    nodes carry (topology/label_family.h), detected at the first rebuild that finds one and
+//    logged in one line (plus one per report: mixed families, nodes without labels).
 //  - Node set or node GPU/label changes rebuild the Cluster model (bound pods re-adopted,
 //    pending gang reservations re-planned), bursts folded into one rebuild; a deleted node is
 //    marked unhealthy at once, so nothing is steered to it meanwhile.
@@ -78,7 +81,9 @@ class KubeSync {
 
   std::shared_ptr<KubeClient> client_;
   DaemonState& state_;
+  // With `detect` (no tiers configured) until the GPU nodes' label family is known.
   TopologyConfig topology_;
+  bool detection_logged_ = false;  // the undecided case is logged once, not every rebuild
   void ApplyDrainLocked(const KubeNode& n);
   std::map<std::string, std::string> drains_applied_;  // node -> "1"+reason last applied
   // True when a label the tiers are built from differs (other labels never rebuild the model).

@@ -9,6 +9,12 @@
 //  3. Inside the chosen domain, span as few child domains as possible: take the children with the
 //     most room until the rest fits in one child, then the tightest child that holds the rest.
 // Slices (groups of k members sharing a tier) are placed as units at and above the slice tier.
+//
+// preferred_tier is honoured by step 1: tiers are tried narrowest first, so a gang lands within
+// one domain of its preferred tier (or a narrower one) whenever any such domain has room, and
+// otherwise within the lowest tier that fits, never wider; preferred_met says which. Replacements
+// (PlanNear) widen from the survivors' domain one level at a time, so they too stay inside the
+// preferred tier while it has room. tests/scheduler/planner_preferred_tier_test.cc pins this.
 #pragma once
 
 #include <span>

@@ -1,12 +1,14 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <map>
 #include <queue>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/placement.h"
 #include "sim/comm_model.h"
+#include "sim/network_model.h"
 #include "sim/policy.h"
 #include "sim/rng.h"
 
@@ -69,9 +71,27 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
     jobs.push_back(std::move(j));
   }
-  std::vector<double> ideal(jobs.size());
+  const bool network = opt.comm_model == CommModel::kNetwork;
+  const NetworkModel net(cluster);
+  constexpr double kBytes = 1e9;  // the ratio to the ideal time does not depend on the size
+  std::vector<double> ideal(jobs.size());       // bandwidth, Gb/s per GPU
+  std::vector<double> ideal_time(jobs.size());  // network: all-reduce seconds, compact placement
+  std::map<std::pair<int, int>, CollectiveCost> compact;  // by shape
+  const bool contention = network && opt.uplink_contention;
+  UplinkLoad running_uplinks;  // contention: GPUs of running jobs per domain
+  std::vector<UplinkLoad> job_uplinks(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
-    ideal[i] = IdealBandwidthGbps(cluster, jobs[i].gang.members, jobs[i].gang.gpus_per_member);
+    const GangSpec& g = jobs[i].gang;
+    if (!network) {
+      ideal[i] = IdealBandwidthGbps(cluster, g.members, g.gpus_per_member);
+      continue;
+    }
+    auto [it, added] = compact.try_emplace({g.members, g.gpus_per_member});
+    if (added) {
+      it->second = net.AllReduce(net.CompactPlacement(g.members, g.gpus_per_member), kBytes);
+    }
+    ideal[i] = it->second.busbw_gbytes_s * 8;
+    ideal_time[i] = it->second.seconds;
   }
   std::vector<JobState> st(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) st[i].remaining_base = jobs[i].trace->duration_s;
@@ -80,7 +100,13 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   auto evaluate = [&](int j, const std::vector<MemberPlacement>& members, Placement* p) {
     p->members = members;
     SummarizePlacement(cluster, p);
-    return Stretch(jobs[j].trace->comm_fraction, ideal[j], p->bandwidth_gbps);
+    if (!network) return Stretch(jobs[j].trace->comm_fraction, ideal[j], p->bandwidth_gbps);
+    const CollectiveCost cost =
+        net.AllReduce(members, kBytes, contention ? &running_uplinks : nullptr);
+    p->bandwidth_gbps = cost.busbw_gbytes_s * 8;
+    if (ideal_time[j] <= 0) return 1.0;
+    const double f = jobs[j].trace->comm_fraction;
+    return std::max(1.0, (1 - f) + f * cost.seconds / ideal_time[j]);
   };
 
   PolicyContext ctx;
@@ -173,10 +199,21 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     r.bandwidth = p.bandwidth_gbps;
     r.stretch = s;
     good += res.jobs[j].gpus / s;
+    if (contention) {
+      job_uplinks[j] = net.RingUplinkUse(members);
+      for (const auto& [d, g] : job_uplinks[j]) running_uplinks[d] += g;
+    }
     pq.push({now + js.remaining_base * s, EvType::kFinish, seq++, j, js.gen});
     ++pending_real;
   };
+  auto release_uplinks = [&](int j) {
+    for (const auto& [d, g] : job_uplinks[j]) {
+      if ((running_uplinks[d] -= g) == 0) running_uplinks.erase(d);
+    }
+    job_uplinks[j].clear();
+  };
   auto stop_progress = [&](int j) {
+    release_uplinks(j);
     JobState& js = st[j];
     const double done = (now - js.run_start) / js.stretch;
     js.remaining_base -= std::max(0.0, done - opt.restart_cost_s);  // lost since checkpoint
@@ -208,6 +245,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
         case EvType::kFinish:
           if (e.b != st[e.a].gen || !st[e.a].running) break;
           policy.Finish(e.a);
+          release_uplinks(e.a);
           st[e.a].running = false;
           busy -= res.jobs[e.a].gpus;
           good -= res.jobs[e.a].gpus / st[e.a].stretch;

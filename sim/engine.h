@@ -14,8 +14,18 @@
 
 namespace topogang::sim {
 
+// How a placement becomes run time: `proxy` stretches by the planner's own span bandwidth
+// (sim/comm_model.h); `network` by the time of an all-reduce on the placement's actual links
+// (sim/network_model.h), independent of what the planner optimises.
+enum class CommModel { kProxy, kNetwork };
+
 struct SimOptions {
   uint64_t seed = 1;
+  CommModel comm_model = CommModel::kProxy;
+  // `network` only: a job starting shares switch uplinks with the jobs running then, in
+  // proportion to their GPUs under each switch (fixed for the run), instead of each GPU getting
+  // its fully loaded share. Idle fabrics get faster, busy ones no slower than fully loaded.
+  bool uplink_contention = false;
   // Random node failures per node per day (0: only the trace's events), each lasting repair_s.
   double failure_rate_per_node_day = 0;
   double repair_s = 4 * 3600;

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +25,15 @@ inline std::string SourceDir() {
 inline std::string BinDir() {
   const char* d = std::getenv("TOPOGANG_BIN_DIR");
   return d ? d : TOPOGANG_BIN_DIR;
+}
+
+// Writes `text` to a file named after `name` in the test temp dir and returns its path. The
+// process id is part of the name: ctest runs every TEST as its own process, in parallel, and
+// tests of one file reuse names ("jobs.yaml"), so a shared path let one test read another's.
+inline std::string TempFile(const std::string& name, const std::string& text) {
+  std::string path = absl::StrCat(::testing::TempDir(), "/", getpid(), "-", name);
+  std::ofstream(path) << text;
+  return path;
 }
 
 struct CliResult {

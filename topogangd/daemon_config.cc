@@ -56,7 +56,47 @@ absl::StatusOr<LeaderElectionConfig> ParseLeaderElection(const YAML::Node& n,
   return c;
 }
 
+// `daemon.tls`: both files or neither; a client CA only with them.
+absl::Status ParseTls(const YAML::Node& n, absl::string_view source, HttpTransportOptions& t) {
+  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+  if (!n.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n), ": daemon.tls: expected a mapping"));
+  }
+  if (absl::Status s = YamlCheckKeys(
+          n, source, {"cert_file", "key_file", "client_ca_file", "reload_interval_ms"},
+          "daemon.tls");
+      !s.ok()) {
+    return s;
+  }
+  for (auto [key, field] :
+       {std::pair{"cert_file", &t.tls.cert_file}, std::pair{"key_file", &t.tls.key_file},
+        std::pair{"client_ca_file", &t.tls.client_ca_file}}) {
+    auto v = YamlString(n, key, source, *field);
+    if (!v.ok()) return v.status();
+    *field = *v;
+  }
+  auto reload = YamlInt(n, "reload_interval_ms", source, 0, 86400000, t.tls_reload_interval_ms);
+  if (!reload.ok()) return reload.status();
+  t.tls_reload_interval_ms = static_cast<int>(*reload);
+  return ValidateTlsFiles(t.tls, YamlWhere(source, n));
+}
+
 }  // namespace
+
+absl::Status ValidateTlsFiles(const TlsFiles& tls, absl::string_view source) {
+  auto bad = [&](absl::string_view msg) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": daemon.tls: ", msg));
+  };
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return bad(tls.cert_file.empty() ? "key_file is set but cert_file is not"
+                                     : "cert_file is set but key_file is not");
+  }
+  if (!tls.client_ca_file.empty() && tls.cert_file.empty()) {
+    return bad("client_ca_file needs cert_file and key_file (client certificates need HTTPS)");
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ValidateLeaderElection(const LeaderElectionConfig& c, absl::string_view source) {
   auto bad = [&](absl::string_view msg) {
@@ -93,17 +133,21 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
     return absl::InvalidArgumentError(
         absl::StrCat(YamlWhere(source, d), ": daemon: expected a mapping"));
   }
+  // clang-format off
   if (absl::Status s = YamlCheckKeys(
           d, source,
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
            "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
            "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
-           "bind_parallelism", "leader_election",
+           "bind_parallelism", "gang_barrier", "leader_election",
+           "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
+           "max_inflight_body_bytes", "health_port",
            "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
           "daemon");
       !s.ok()) {
     return s;
   }
+  // clang-format on
   auto port = YamlInt(d, "http_port", source, 1, 65535, c.http.port);
   if (!port.ok()) return port.status();
   c.http.port = static_cast<int>(*port);
@@ -144,6 +188,43 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto parallel = YamlInt(d, "bind_parallelism", source, 1, 256, c.extender.bind_parallelism);
   if (!parallel.ok()) return parallel.status();
   c.extender.bind_parallelism = static_cast<int>(*parallel);
+  auto barrier = YamlString(d, "gang_barrier", source, std::string("auto"));
+  if (!barrier.ok()) return barrier.status();
+  if (*barrier != "auto" && *barrier != "topogang") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, d["gang_barrier"]), ": daemon.gang_barrier: expected auto ",
+                     "(kube-scheduler's GangScheduling plugin holds upstream PodGroup gangs) or ",
+                     "topogang (topogang's barrier holds every gang), got \"", *barrier, "\""));
+  }
+  c.extender.gang_barrier = *barrier == "auto" ? GangLedgerOptions::GangBarrier::kAuto
+                                               : GangLedgerOptions::GangBarrier::kTopogang;
+  if (absl::Status s = ParseTls(d["tls"], source, c.transport); !s.ok()) return s;
+  for (auto [key, field] : {std::pair{"idle_timeout_ms", &c.transport.idle_timeout_ms},
+                            std::pair{"read_timeout_ms", &c.transport.read_timeout_ms},
+                            std::pair{"write_timeout_ms", &c.transport.write_timeout_ms}}) {
+    auto v = YamlInt(d, key, source, 10, 3600000, *field);
+    if (!v.ok()) return v.status();
+    *field = static_cast<int>(*v);
+  }
+  auto inflight = YamlInt(d, "max_inflight_body_bytes", source, 1024, int64_t{1} << 40,
+                          static_cast<int64_t>(c.transport.max_inflight_body_bytes));
+  if (!inflight.ok()) return inflight.status();
+  c.transport.max_inflight_body_bytes = static_cast<size_t>(*inflight);
+  if (c.transport.max_inflight_body_bytes < c.http.max_body_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, d), ": daemon: max_inflight_body_bytes (",
+                     c.transport.max_inflight_body_bytes, ") must be at least max_body_bytes (",
+                     c.http.max_body_bytes, "): the largest request allowed must fit"));
+  }
+  if (d["health_port"].IsDefined() && !d["health_port"].IsNull()) {
+    auto hp = YamlInt(d, "health_port", source, 1, 65535, std::nullopt);
+    if (!hp.ok()) return hp.status();
+    if (*hp == c.http.port) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          YamlWhere(source, d["health_port"]), ": daemon: health_port must differ from http_port"));
+    }
+    c.transport.health_port = static_cast<int>(*hp);
+  }
   auto le = ParseLeaderElection(d["leader_election"], source);
   if (!le.ok()) return le.status();
   c.leader_election = *le;

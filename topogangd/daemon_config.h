@@ -7,13 +7,20 @@
 //     bind_verb: bind              preempt_verb: preempt
 //     gpu_resource: nvidia.com/gpu
 //     bind_window_ms: 4000         # a held bind is answered then (below httpTimeout, 5s)
-//     bind_parallelism: 16         # API server bindings in flight at once
+//     bind_parallelism: 64         # API server bindings in flight at once
 //     max_body_bytes: 67108864
 //     http_threads: 0              # 0 = min(4, max(2, cores)); verbs run on these threads
 //     max_connections: 16384        # > the largest gang: each member waits at bind on its own
 //     starvation_threshold_seconds: 600   # then GPUs are held for the oldest large gang
 //     hold_min_gpus: 64                   # only gangs this large get holds
 //     max_holds: 1
+//     tls:                         # HTTPS on http_port (docs/security.md); absent: plain HTTP
+//       cert_file: /tls/tls.crt    key_file: /tls/tls.key
+//       client_ca_file: /tls/client-ca.crt   # set: only clients with a certificate from it
+//       reload_interval_ms: 5000   # the files are re-read this often (rotation); 0 = never
+//     idle_timeout_ms: 120000      read_timeout_ms: 10000   write_timeout_ms: 30000
+//     max_inflight_body_bytes: 268435456   # request bodies in memory at once, all connections
+//     health_port: 8889            # plain GET /healthz /readyz /metrics only (probes under mTLS)
 //     leader_election:             # cluster mode: one serving replica, warm standbys
 //       enabled: true              # default: true in cluster mode, false standalone
 //       lease_name: topogangd      lease_namespace: <pod's namespace, else kube-system>
@@ -45,12 +52,16 @@ struct LeaderElectionConfig {
 
 struct DaemonConfig {
   HttpServerOptions http;
+  HttpTransportOptions transport;  // TLS, timeouts, in-flight bytes, health port
   GangLedgerOptions extender;
   LeaderElectionConfig leader_election;
 };
 
 // Checks names (DNS subdomain / label) and the duration ordering; for values set by flags too.
 absl::Status ValidateLeaderElection(const LeaderElectionConfig& c, absl::string_view source);
+
+// cert_file and key_file together; client_ca_file only with them. For values set by flags too.
+absl::Status ValidateTlsFiles(const TlsFiles& tls, absl::string_view source);
 
 // `daemon` may be undefined (defaults). Unknown keys and bad values are errors with positions.
 absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& daemon, absl::string_view source);

@@ -37,6 +37,7 @@
 #include "daemon/metrics.h"
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
+#include "kube/group_objects_watch.h"
 #include "kube/kube_sync.h"
 #include "kube/leader_election.h"
 #include "kube/node_drain_writer.h"
@@ -51,7 +52,9 @@ constexpr char kUsage[] =
     "options: --url-prefix PATH  --bind-window-ms N  --gpu-resource NAME\n"
     "         --grpc-address HOST:PORT (gRPC placement + agent services; also daemon.grpc)\n"
     "         --grpc-insecure-agents (accept agents without a token or certificate: demos only)\n"
-    "         --leader-elect=true|false (cluster mode; default true)  --lease-namespace NS\n";
+    "         --leader-elect=true|false (cluster mode; default true)  --lease-namespace NS\n"
+    "         --gang-barrier auto|topogang (who holds upstream PodGroup gangs; default auto)\n"
+    "         --tls-cert-file F --tls-key-file F [--tls-client-ca-file F] (or daemon.tls)\n";
 
 int Fail(const std::string& msg) {
   std::cerr << "topogangd: " << msg << "\n";
@@ -62,7 +65,8 @@ int Main(int argc, char** argv) {
   auto args =
       ParseArgs(argc, argv, 1,
                 {"cluster", "config", "http-port", "bind-address", "url-prefix", "bind-window-ms",
-                 "gpu-resource", "kubeconfig", "grpc-address", "leader-elect", "lease-namespace"},
+                 "gpu-resource", "kubeconfig", "grpc-address", "leader-elect", "lease-namespace",
+                 "gang-barrier", "tls-cert-file", "tls-key-file", "tls-client-ca-file"},
                 {"in-cluster", "help", "grpc-insecure-agents"});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (args->Has("help")) {
@@ -103,6 +107,21 @@ int Main(int argc, char** argv) {
       return Fail("--bind-window-ms: expected 10..600000");
     }
     daemon.extender.bind_window = absl::Milliseconds(ms);
+  }
+  if (args->Has("gang-barrier")) {
+    const std::string v = args->Get("gang-barrier");
+    if (v != "auto" && v != "topogang") return Fail("--gang-barrier: expected auto or topogang");
+    daemon.extender.gang_barrier = v == "auto" ? GangLedgerOptions::GangBarrier::kAuto
+                                               : GangLedgerOptions::GangBarrier::kTopogang;
+  }
+
+  if (args->Has("tls-cert-file")) daemon.transport.tls.cert_file = args->Get("tls-cert-file");
+  if (args->Has("tls-key-file")) daemon.transport.tls.key_file = args->Get("tls-key-file");
+  if (args->Has("tls-client-ca-file")) {
+    daemon.transport.tls.client_ca_file = args->Get("tls-client-ca-file");
+  }
+  if (absl::Status s = ValidateTlsFiles(daemon.transport.tls, "flags and config"); !s.ok()) {
+    return Fail(std::string(s.message()));
   }
 
   LeaderElectionConfig election = daemon.leader_election;
@@ -162,6 +181,7 @@ int Main(int argc, char** argv) {
   std::unique_ptr<DaemonState> state;
   std::unique_ptr<Binder> binder;
   std::unique_ptr<KubeSync> sync;
+  std::unique_ptr<GroupObjectsWatch> groups;  // PodGroups, JobSets, ... that size gangs
   std::unique_ptr<NodeDrainWriter> drains;
   KubeConfig kube_config;
   TopologyConfig topology;
@@ -170,6 +190,7 @@ int Main(int argc, char** argv) {
     if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
     auto cluster = BuildCluster(*loaded);
     if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
+    if (!loaded->topology_note.empty()) std::cerr << "topogangd: " << loaded->topology_note << "\n";
     for (const std::string& w : loaded->warnings) std::cerr << "topogangd: warning: " << w << "\n";
     state = std::make_unique<DaemonState>(
         GangScheduler(std::move(*cluster), loaded->config.scheduler), clock);
@@ -178,7 +199,7 @@ int Main(int argc, char** argv) {
     if (config.topology) {
       topology = *config.topology;
     } else {
-      auto preset = PresetTopology("topograph");
+      auto preset = PresetTopology("auto");  // KubeSync detects the tiers from the node labels
       if (!preset.ok()) return Fail(std::string(preset.status().message()));
       topology = *preset;
     }
@@ -192,6 +213,9 @@ int Main(int argc, char** argv) {
     auto client = std::make_shared<KubeClient>(*kc);
     binder = std::make_unique<KubeBinder>(client);
     sync = std::make_unique<KubeSync>(client, *state, topology, daemon.extender.gpu_resource);
+    GroupObjectsWatchOptions go;
+    go.gpu_resource = daemon.extender.gpu_resource;
+    groups = std::make_unique<GroupObjectsWatch>(std::make_shared<KubeClient>(*kc), go);
     // Drains are kept on the Node objects, so a restart or the standby taking over keeps them.
     drains = std::make_unique<NodeDrainWriter>(client);
     state->SetDrainRecorder(
@@ -202,9 +226,10 @@ int Main(int argc, char** argv) {
   // Before the service, so it outlives it (held binds failed at teardown still count).
   DaemonMetrics metrics(state.get());
   GangLedger ledger(*state, *binder, daemon.extender);
+  if (groups) ledger.SetGroupLookup(groups.get());
   ExtenderService service(ledger);
   metrics.AttachLedger(&ledger);
-  ExtenderHttpServer server(service, daemon.http, &metrics);
+  ExtenderHttpServer server(service, daemon.http, &metrics, daemon.transport);
   // Ready (in the Service's endpoints) only when the model is in sync AND this replica leads.
   std::atomic<bool> synced{!sync}, leading{!elect}, lost{false};
   std::mutex lost_mu;
@@ -278,6 +303,13 @@ int Main(int argc, char** argv) {
         election_clock);
   }
   if (absl::Status s = server.Start(); !s.ok()) return Fail(std::string(s.message()));
+  if (groups) {
+    // Before the pod list, so bound pods of JobSets etc. are regrouped into their gangs.
+    groups->Start();
+    if (!groups->WaitSynced(absl::Seconds(10))) {
+      std::cerr << "topogangd: group objects not listed yet; their pods wait" << std::endl;
+    }
+  }
   if (sync) sync->Start();
   if (elector) elector->Start();
   std::unique_ptr<GrpcServer> grpc_server;
@@ -313,6 +345,7 @@ int Main(int argc, char** argv) {
   leading = false;
   update_ready();
   if (sync) sync->Stop();
+  if (groups) groups->Stop();
   if (grpc_server) grpc_server->Shutdown();
   server.Stop();
   if (elector) elector->Stop();  // a leader releases the lease: the standby takes over at once

@@ -1,5 +1,8 @@
 #include "topology/cluster_file.h"
 
+#include <string_view>
+#include <tuple>
+
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -106,11 +109,21 @@ absl::Status ParseGenerate(const YAML::Node& g, absl::string_view source, Cluste
         !s.ok()) {
       return s;
     }
-    for (auto [key, dst] : {std::pair{"zone", &zone_label}, std::pair{"spine", &spine_label},
-                            std::pair{"leaf", &leaf_label}, std::pair{"nvlink", &nvl_label}}) {
+    // An empty key writes no label (GKE has two fabric tiers, not three); only where every node
+    // would carry the same value, so nothing is merged that the counts keep apart.
+    for (auto [key, dst, count] :
+         {std::tuple{"zone", &zone_label, *zones}, std::tuple{"spine", &spine_label, *spines},
+          std::tuple{"leaf", &leaf_label, *leaves}, std::tuple{"nvlink", &nvl_label, *nvl}}) {
       auto v = YamlString(l, key, source, *dst);
       if (!v.ok()) return v.status();
       *dst = *v;
+      bool single = std::string_view(key) == "nvlink" ? count == 0 : count == 1;
+      if (dst->empty() && !single) {
+        return Bad(source, l[key],
+                   absl::StrCat("generate.labels.", key, ": an empty key writes no label, so ",
+                                std::string_view(key) == "nvlink" ? "nvlink_domain_nodes must be 0"
+                                                                  : "its count must be 1"));
+      }
     }
   }
   int width = 1;
@@ -127,9 +140,9 @@ absl::Status ParseGenerate(const YAML::Node& g, absl::string_view source, Cluste
           node.gpus = static_cast<int>(*gpus);
           node.sku = skus[static_cast<size_t>(leaf_index) % skus.size()];
           // Values repeat across parents on purpose: domains are identified by their path.
-          node.labels[zone_label] = absl::StrCat("zone", z);
-          node.labels[spine_label] = absl::StrCat("spine", s);
-          node.labels[leaf_label] = absl::StrCat("leaf", l);
+          if (!zone_label.empty()) node.labels[zone_label] = absl::StrCat("zone", z);
+          if (!spine_label.empty()) node.labels[spine_label] = absl::StrCat("spine", s);
+          if (!leaf_label.empty()) node.labels[leaf_label] = absl::StrCat("leaf", l);
           if (*nvl > 0) node.labels[nvl_label] = absl::StrCat("nvl", n / *nvl);
           spec->nodes.push_back(std::move(node));
         }

@@ -9,7 +9,18 @@
 namespace topogang {
 namespace {
 
+// NVIDIA Topograph before v1.0 (NVIDIA/topograph docs/reference/node-labels.md at v0.5.0).
 constexpr char kTopograph[] = "network.topology.nvidia.com/";
+// NVIDIA Topograph v1.0: tier 0 is the switch nearest the node (NVIDIA/topograph
+// pkg/topology/topology.go, KeyFabricTierPrefix / KeyTopologyXclrDomain / ...SubDomain).
+constexpr char kTopographV1Tier[] = "fabric.topograph.run/tier-";
+constexpr char kTopographV1Domain[] = "accelerator.topograph.run/domain";
+constexpr char kTopographV1SubDomain[] = "accelerator.topograph.run/sub-domain";
+// OKE's RDMA locality labels, widest first (oracle-quickstart/oci-hpc-oke
+// docs/using-rdma-network-locality-when-running-workloads-on-oke.md) and the GB200 NVLink
+// domain (docs/oci-hpc-oke-utils.md, "GPU Memory Fabric Labels").
+constexpr char kOciRdma[] = "oci.oraclecloud.com/rdma.";
+constexpr char kOciMemoryFabric[] = "oci.oraclecloud.com/host.gpu_memory_fabric_id";
 
 TierSpec Tier(std::string name, std::string label, double bw, double oversub = 1,
               bool optional = false) {
@@ -18,12 +29,28 @@ TierSpec Tier(std::string name, std::string label, double bw, double oversub = 1
 
 }  // namespace
 
-std::vector<std::string> PresetNames() { return {"topograph", "aws", "gke", "gb200"}; }
+std::vector<std::string> PresetNames() {
+  return {"auto", "topograph-v1", "topograph", "aws", "gke", "oci", "gb200"};
+}
 
 absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name) {
   TopologyConfig c;
   c.preset = std::string(name);
-  if (name == "topograph") {
+  if (name == "auto") {
+    c.detect = true;  // tiers come from DetectTopology once the nodes are known
+  } else if (name == "topograph-v1") {
+    // Three fabric tiers, the usual depth; `auto` reads however many the nodes carry.
+    c.tiers = {Tier("tier-2", absl::StrCat(kTopographV1Tier, 2), 400),
+               Tier("tier-1", absl::StrCat(kTopographV1Tier, 1), 400),
+               Tier("tier-0", absl::StrCat(kTopographV1Tier, 0), 400),
+               Tier("accelerator", kTopographV1Domain, 7200, 1, true),
+               Tier("sub-domain", kTopographV1SubDomain, 7200, 1, true)};
+  } else if (name == "oci") {
+    c.tiers = {Tier("hpc-island", absl::StrCat(kOciRdma, "hpc_island_id"), 400),
+               Tier("network-block", absl::StrCat(kOciRdma, "network_block_id"), 400),
+               Tier("local-block", absl::StrCat(kOciRdma, "local_block_id"), 400),
+               Tier("nvlink", kOciMemoryFabric, 7200, 1, true)};
+  } else if (name == "topograph") {
     // 400 Gb/s per GPU (one ConnectX-7 per GPU); NVLink domain optional: HGX nodes have none.
     c.tiers = {Tier("core", absl::StrCat(kTopograph, "core"), 400),
                Tier("spine", absl::StrCat(kTopograph, "spine"), 400),
@@ -60,7 +87,7 @@ absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
       !s.ok()) {
     return s;
   }
-  auto preset = YamlString(node, "preset", source, std::string("topograph"));
+  auto preset = YamlString(node, "preset", source, std::string("auto"));
   if (!preset.ok()) return preset.status();
   auto config = PresetTopology(*preset);
   if (!config.ok()) {
@@ -71,6 +98,8 @@ absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
       YamlDouble(node, "node_bandwidth_gbps", source, 1, 1e6, config->node_bandwidth_gbps);
   if (!node_bw.ok()) return node_bw.status();
   config->node_bandwidth_gbps = *node_bw;
+  config->node_bandwidth_given =
+      node["node_bandwidth_gbps"].IsDefined() && !node["node_bandwidth_gbps"].IsNull();
   auto cluster_bw = YamlDouble(node, "cluster_bandwidth_gbps", source, 0.001, 1e6,
                                config->cluster_bandwidth_gbps);
   if (!cluster_bw.ok()) return cluster_bw.status();
@@ -91,6 +120,7 @@ absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
         absl::StrCat(YamlWhere(source, tiers), ": tiers: at most 16 tiers, got ", tiers.size()));
   }
   config->tiers.clear();
+  config->detect = false;  // the tiers are named: nothing to detect
   std::set<std::string> names, labels;
   for (size_t i = 0; i < tiers.size(); ++i) {
     const YAML::Node t = tiers[i];

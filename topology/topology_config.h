@@ -27,7 +27,7 @@ struct TierSpec {
 };
 
 struct TopologyConfig {
-  std::string preset;  // which preset this started from, for reports
+  std::string preset;  // which preset (or detected label family) this started from, for reports
   std::vector<TierSpec> tiers;
   // Between GPUs of one node (NVLink 4: 900 GB/s = 7200 Gb/s).
   double node_bandwidth_gbps = 7200;
@@ -35,19 +35,31 @@ struct TopologyConfig {
   // oversubscription. Meta's 24k-GPU RoCE clusters: 400 Gb/s at 7:1 between AI zones.
   double cluster_bandwidth_gbps = 400;
   double cluster_oversubscription = 1;
+  // `preset: auto` (the default): the tiers depend on which label family the nodes carry, so
+  // they are left empty here and filled by DetectTopology (label_family.h) once nodes are known.
+  bool detect = false;
+  // With `detect`: node_bandwidth_gbps was written in the config and wins over the family's
+  // default (NVL72-class domains raise it).
+  bool node_bandwidth_given = false;
 };
 
-// Presets for labels that exist in the wild:
-//   topograph  NVIDIA Topograph: network.topology.nvidia.com/{core,spine,leaf,accelerator}
-//   aws        topology.k8s.aws/network-node-layer-{1,2,3}
-//   gke        cloud.google.com/gce-topology-{block,subblock,host}
-//   gb200      Topograph spine/leaf + nvidia.com/gpu.clique (GPU operator) as the NVLink domain
+// Presets for labels that exist in the wild (docs/bring-your-own-cluster.md has the sources):
+//   auto          detect the family from the nodes' labels (label_family.h); the default
+//   topograph-v1  NVIDIA Topograph >= 1.0: fabric.topograph.run/tier-{2,1,0},
+//                 accelerator.topograph.run/{domain,sub-domain}
+//   topograph     NVIDIA Topograph < 1.0: network.topology.nvidia.com/{core,spine,leaf,accelerator}
+//   aws           topology.k8s.aws/network-node-layer-{1,2,3}
+//   gke           cloud.google.com/gce-topology-{block,subblock,host}
+//   oci           oci.oraclecloud.com/rdma.{hpc_island_id,network_block_id,local_block_id},
+//                 oci.oraclecloud.com/host.gpu_memory_fabric_id
+//   gb200         Topograph spine/leaf + nvidia.com/gpu.clique (GPU operator) as the NVLink domain
+// A fixed preset reads a fixed number of tiers; `auto` reads as many as the nodes carry.
 absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name);
 std::vector<std::string> PresetNames();
 
 // Parses a `topology:` mapping (preset, node_bandwidth_gbps, cluster_bandwidth_gbps,
-// cluster_oversubscription, tiers). `source` names the file in
-// error messages.
+// cluster_oversubscription, tiers). `source` names the file in error messages. Without a preset
+// and without tiers the result asks for detection (`auto`); explicit tiers never do.
 absl::StatusOr<TopologyConfig> ParseTopologyConfig(const YAML::Node& node,
                                                    absl::string_view source);
 

@@ -15,18 +15,13 @@ namespace {
 using ::testing::HasSubstr;
 
 using testing::CliResult;
+using testing::TempFile;
 
 CliResult Topogang(const std::string& args, bool merge_stderr = true) {
   return testing::RunTopogang(args, merge_stderr);
 }
 
 std::string Example(const std::string& rel) { return testing::SourceDir() + "/examples/" + rel; }
-
-std::string TempFile(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
 
 TEST(DryRunCli, TableOnLabExample) {
   CliResult r = Topogang("dry-run --cluster " + Example("clusters/lab-64.yaml") + " --jobs " +

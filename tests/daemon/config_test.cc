@@ -40,16 +40,21 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(q->extender.queue.starvation_threshold, absl::Minutes(2));
   EXPECT_EQ(q->extender.queue.hold_min_gpus, 16);
   EXPECT_EQ(q->extender.queue.max_holds, 2);
-  auto h = ParseDaemonConfig(
-      YAML::Load("{http_threads: 3, max_connections: 64, bind_parallelism: 32}"), "x");
+  auto h =
+      ParseDaemonConfig(YAML::Load("{http_threads: 3, max_connections: 64, bind_parallelism: 32, "
+                                   "gang_barrier: topogang}"),
+                        "x");
   ASSERT_TRUE(h.ok()) << h.status();
   EXPECT_EQ(h->extender.bind_parallelism, 32);
+  EXPECT_EQ(h->extender.gang_barrier, GangLedgerOptions::GangBarrier::kTopogang);
+  EXPECT_EQ(q->extender.gang_barrier, GangLedgerOptions::GangBarrier::kAuto);
   EXPECT_EQ(h->http.threads, 3);
   EXPECT_EQ(h->http.max_connections, 64);
-  for (const char* bad : {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}",
-                          "{bind_window_ms: -1}", "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}",
-                          "{http_threads: -1}", "{http_threads: 1000}", "{max_connections: 0}",
-                          "{bind_parallelism: 0}", "{bind_parallelism: 100000}"}) {
+  for (const char* bad :
+       {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}", "{bind_window_ms: -1}",
+        "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}", "{http_threads: -1}",
+        "{http_threads: 1000}", "{max_connections: 0}", "{bind_parallelism: 0}",
+        "{bind_parallelism: 100000}", "{gang_barrier: both}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }
@@ -138,10 +143,14 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
       }
     }
   }
-  // nodes:patch: drains are kept as a Node annotation (kube/node_drain_writer.h).
-  EXPECT_EQ(grants, (std::set<std::string>{"nodes:get", "nodes:list", "nodes:watch", "nodes:patch",
-                                           "pods:get", "pods:list", "pods:watch",
-                                           "pods/binding:create", "events:create"}));
+  // nodes:patch: drains are kept as a Node annotation (kube/node_drain_writer.h); the group
+  // objects that size gangs are listed and watched (kube/group_objects_watch.h).
+  EXPECT_EQ(grants, (std::set<std::string>{
+                        "nodes:get", "nodes:list", "nodes:watch", "nodes:patch", "pods:get",
+                        "pods:list", "pods:watch", "pods/binding:create", "events:create",
+                        "podgroups:list", "podgroups:watch", "workloads:list", "workloads:watch",
+                        "jobsets:list", "jobsets:watch", "leaderworkersets:list",
+                        "leaderworkersets:watch", "pytorchjobs:list", "pytorchjobs:watch"}));
 
   // Leader election: a namespaced Role on the daemon's Lease only, bound to its account.
   const LeaderElectionConfig& le = d->leader_election;

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <set>
 
 #include "k8s/pod_info.h"
@@ -48,6 +50,36 @@ class FlakyBinder : public Binder {
  private:
   std::string pod_;
   std::atomic<int> failures_;
+  MemoryBinder memory_;
+};
+
+// Holds every binding until Open(): an API server slower than kube-scheduler's httpTimeout.
+class GatedBinder : public Binder {
+ public:
+  absl::Status Bind(const PodBinding& b) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++waiting_;
+      cv_.wait(lock, [&] { return open_; });
+    }
+    return memory_.Bind(b);
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  int Waiting() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return waiting_;
+  }
+  std::map<std::string, std::string> Bindings() const { return memory_.Bindings(); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+  int waiting_ = 0;
   MemoryBinder memory_;
 };
 
@@ -363,6 +395,59 @@ TEST(GangLifecycleTest, PodPriorityIsRead) {
   EXPECT_FALSE(ParsePod(pod, "nvidia.com/gpu").ok());
   pod["spec"]["priority"] = 1LL << 40;
   EXPECT_FALSE(ParsePod(pod, "nvidia.com/gpu").ok());
+}
+
+// The barrier opened but the bindings outlast the window (a 4,096-member burst, a slow API
+// server): held members are answered at the end of their window instead of running into
+// kube-scheduler's httpTimeout, and their bindings still complete.
+TEST(GangLifecycleTest, MembersWhoseBindingOutlastsTheWindowAreAnsweredAndStillBound) {
+  GatedBinder gated;
+  Fixture f(16, absl::Milliseconds(500), {}, &gated);
+  std::vector<Json> pods;
+  std::vector<std::string> nodes;
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 4; ++i) pods.push_back(MakePod(GangPod("slow", 4, i, 8)));
+  for (int i = 0; i < 4; ++i) nodes.push_back(f.FilterOne(pods[i]));
+  for (int i = 0; i < 4; ++i) binds.push_back(f.Bind(pods[i], nodes[i]));
+  for (auto& b : binds) {
+    ASSERT_EQ(b.wait_for(kWait), std::future_status::ready);
+    const std::string e = b.get();
+    EXPECT_NE(e.find("is being bound"), std::string::npos) << e;
+  }
+  EXPECT_GT(gated.Waiting(), 0) << "the bindings had started";
+  EXPECT_TRUE(gated.Bindings().empty());
+  gated.Open();
+  for (int i = 0; i < 500 && f.ledger.GetStats().running_gangs < 1; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(gated.Bindings().size(), 4u);
+  EXPECT_EQ(f.UsedGpus(), 32);
+}
+
+// A member deleted while its gang's bindings are at the API server: its GPUs come back at once
+// (the gang is committed in the core, so the member is released there), and the binding's late
+// answer does not resurrect its slot.
+TEST(GangLifecycleTest, AMemberDeletedWhileItsGangIsBeingBoundIsReleased) {
+  GatedBinder gated;
+  Fixture f(16, absl::Seconds(30), {}, &gated);
+  std::vector<Json> pods;
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 4; ++i) pods.push_back(MakePod(GangPod("del", 4, i, 8)));
+  for (int i = 0; i < 4; ++i) binds.push_back(f.Bind(pods[i], f.FilterOne(pods[i])));
+  for (int i = 0; i < 500 && gated.Waiting() < 4; ++i) absl::SleepFor(absl::Milliseconds(10));
+  ASSERT_EQ(gated.Waiting(), 4) << "every binding is at the API server";
+  auto gone = ParsePod(pods[1], "nvidia.com/gpu");
+  ASSERT_TRUE(gone.ok());
+  f.ledger.PodDeleted(*gone);
+  EXPECT_EQ(f.UsedGpus(), 24) << "the deleted member's GPUs come back while the others bind";
+  gated.Open();
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(kWait), std::future_status::ready);
+  for (int i = 0; i < 500 && f.ledger.GetStats().running_gangs < 1; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
+  EXPECT_EQ(f.UsedGpus(), 24) << "the late answer for the deleted pod takes nothing back";
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "tests/extender/transport_test_util.h"
 #include "tests/support/harness.h"
 
 namespace topogang {
@@ -24,89 +25,8 @@ namespace {
 using testing::GangPod;
 using testing::MakePod;
 using testing::NodeNames;
+using testing::RawSocket;
 using testing::TestCluster;
-
-// A blocking client socket with a receive timeout, so a server bug fails the test, never hangs it.
-class RawConn {
- public:
-  explicit RawConn(int port) {
-    fd_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    timeval tv{10, 0};
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  }
-  ~RawConn() { close(fd_); }
-  bool connected() const { return connected_; }
-
-  bool Send(const std::string& data) {
-    size_t off = 0;
-    while (off < data.size()) {
-      ssize_t n = send(fd_, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-      if (n <= 0) return false;
-      off += static_cast<size_t>(n);
-    }
-    return true;
-  }
-
-  // One response: status code, headers (lowercased names as written) and Content-Length body.
-  // status 0 when the connection closed (or timed out) first.
-  struct Response {
-    int status = 0;
-    std::string head;
-    std::string body;
-  };
-  Response Read() {
-    Response r;
-    size_t end;
-    while ((end = buf_.find("\r\n\r\n")) == std::string::npos) {
-      if (!Fill()) return r;
-    }
-    r.head = buf_.substr(0, end);
-    buf_.erase(0, end + 4);
-    if (r.head.size() < 12 || !absl::SimpleAtoi(r.head.substr(9, 3), &r.status)) r.status = -1;
-    size_t len = 0;
-    size_t cl = AsciiLower(r.head).find("content-length:");
-    if (cl != std::string::npos) {
-      size_t eol = r.head.find("\r\n", cl);
-      std::string v = r.head.substr(cl + 15, eol == std::string::npos ? eol : eol - cl - 15);
-      (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(v), &len);
-    }
-    while (buf_.size() < len) {
-      if (!Fill()) return Response{};
-    }
-    r.body = buf_.substr(0, len);
-    buf_.erase(0, len);
-    return r;
-  }
-  // True when the server closed the connection (EOF) before sending anything more.
-  bool ClosedByServer() {
-    if (!buf_.empty()) return false;
-    char c;
-    ssize_t n = recv(fd_, &c, 1, 0);
-    return n == 0 || (n < 0 && errno == ECONNRESET);
-  }
-
- private:
-  static std::string AsciiLower(std::string s) {
-    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  }
-  bool Fill() {
-    char tmp[65536];
-    ssize_t n = recv(fd_, tmp, sizeof(tmp), 0);
-    if (n <= 0) return false;
-    buf_.append(tmp, static_cast<size_t>(n));
-    return true;
-  }
-
-  int fd_ = -1;
-  bool connected_ = false;
-  std::string buf_;
-};
 
 testing::PodOpts CpuPod(const std::string& name) {
   testing::PodOpts o;
@@ -150,7 +70,7 @@ TEST(HttpServerTest, PortZeroPicksAPortAndKeepAliveServesManyRequests) {
   Server s;
   ASSERT_TRUE(s.started.ok()) << s.started;
   ASSERT_GT(s.server->port(), 0);
-  RawConn c(s.server->port());
+  RawSocket c(s.server->port());
   ASSERT_TRUE(c.connected());
   const std::string body = testing::FilterBody(MakePod(CpuPod("cpu")), NodeNames(8));
   for (int i = 0; i < 50; ++i) {
@@ -171,7 +91,7 @@ TEST(HttpServerTest, ExpectContinueAndChunkedBodies) {
   ASSERT_TRUE(s.started.ok());
   const std::string body = testing::FilterBody(MakePod(CpuPod("p")), NodeNames(8));
   {
-    RawConn c(s.server->port());
+    RawSocket c(s.server->port());
     std::string head = Post("/filter", body, "Expect: 100-continue\r\n");
     head.resize(head.size() - body.size());
     ASSERT_TRUE(c.Send(head));
@@ -183,7 +103,7 @@ TEST(HttpServerTest, ExpectContinueAndChunkedBodies) {
     EXPECT_EQ(Json::parse(r.body)["NodeNames"].size(), 8u);
   }
   {
-    RawConn c(s.server->port());
+    RawSocket c(s.server->port());
     std::string req =
         "POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
         "Content-Type: application/json\r\n\r\n";
@@ -205,20 +125,20 @@ TEST(HttpServerTest, MalformedAndOversizedRequestsAreAnsweredAndTheServerLivesOn
   Server s(ho);
   ASSERT_TRUE(s.started.ok());
   {
-    RawConn c(s.server->port());
+    RawSocket c(s.server->port());
     ASSERT_TRUE(c.Send("THIS IS NOT HTTP\r\n\r\n"));
     auto r = c.Read();
     EXPECT_EQ(r.status, 400);
     EXPECT_TRUE(c.ClosedByServer());
   }
   {
-    RawConn c(s.server->port());
+    RawSocket c(s.server->port());
     ASSERT_TRUE(c.Send("POST /filter HTTP/1.1\r\nContent-Length: banana\r\n\r\n"));
     EXPECT_EQ(c.Read().status, 400);
   }
   {
     // Declared too large: a filter reply with the Error, then the connection ends.
-    RawConn c(s.server->port());
+    RawSocket c(s.server->port());
     ASSERT_TRUE(c.Send(Post("/filter", std::string(10000, ' '))));
     auto r = c.Read();
     ASSERT_EQ(r.status, 200);
@@ -228,7 +148,7 @@ TEST(HttpServerTest, MalformedAndOversizedRequestsAreAnsweredAndTheServerLivesOn
   }
   {
     // Too large in chunks (no declared length): same answer.
-    RawConn c(s.server->port());
+    RawSocket c(s.server->port());
     std::string req = "POST /bind HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
     for (int i = 0; i < 10; ++i) req += absl::StrCat("3e8\r\n", std::string(1000, 'x'), "\r\n");
     req += "0\r\n\r\n";
@@ -239,12 +159,12 @@ TEST(HttpServerTest, MalformedAndOversizedRequestsAreAnsweredAndTheServerLivesOn
   }
   {
     // Headers beyond the limit.
-    RawConn c(s.server->port());
+    RawSocket c(s.server->port());
     ASSERT_TRUE(c.Send(
         absl::StrCat("GET /healthz HTTP/1.1\r\nX-Big: ", std::string(70000, 'a'), "\r\n\r\n")));
     EXPECT_EQ(c.Read().status, 400);
   }
-  RawConn c(s.server->port());
+  RawSocket c(s.server->port());
   ASSERT_TRUE(c.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
   EXPECT_EQ(c.Read().status, 200);
 }
@@ -257,8 +177,8 @@ TEST(HttpServerTest, ALargeGangWaitsAtTheBarrierOnOneConnectionPerMember) {
   ho.max_connections = members + 10;
   Server s(ho, 32);  // 256 GPUs
   ASSERT_TRUE(s.started.ok());
-  RawConn filter(s.server->port());
-  std::vector<std::unique_ptr<RawConn>> binds;
+  RawSocket filter(s.server->port());
+  std::vector<std::unique_ptr<RawSocket>> binds;
   std::vector<std::string> bodies;
   for (int i = 0; i < members; ++i) {
     const Json pod = MakePod(GangPod("wide", members, i, 1));
@@ -271,7 +191,7 @@ TEST(HttpServerTest, ALargeGangWaitsAtTheBarrierOnOneConnectionPerMember) {
                                             pod["metadata"]["uid"], f->node_names[0]})));
   }
   for (int i = 0; i < members; ++i) {
-    binds.push_back(std::make_unique<RawConn>(s.server->port()));
+    binds.push_back(std::make_unique<RawSocket>(s.server->port()));
     ASSERT_TRUE(binds.back()->Send(bodies[i]));
   }
   for (int i = 0; i < members; ++i) {
@@ -288,13 +208,13 @@ TEST(HttpServerTest, ConnectionsBeyondTheLimitAreClosed) {
   ho.max_connections = 2;
   Server s(ho);
   ASSERT_TRUE(s.started.ok());
-  RawConn a(s.server->port()), b(s.server->port());
+  RawSocket a(s.server->port()), b(s.server->port());
   // Make sure both are accepted and counted before the third arrives.
-  for (RawConn* c : {&a, &b}) {
+  for (RawSocket* c : {&a, &b}) {
     ASSERT_TRUE(c->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"));
     ASSERT_EQ(c->Read().status, 200);
   }
-  RawConn third(s.server->port());
+  RawSocket third(s.server->port());
   ASSERT_TRUE(third.connected());  // the kernel accepts; the server closes it at once
   third.Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
   EXPECT_EQ(third.Read().status, 0);
@@ -306,7 +226,7 @@ TEST(HttpServerTest, AStandbyReplicaRefusesVerbsUntilItLeads) {
   Server s;
   ASSERT_TRUE(s.started.ok());
   s.server->SetLeader(false);
-  RawConn c(s.server->port());
+  RawSocket c(s.server->port());
   const Json pod = MakePod(GangPod("g", 2, 0, 8));
   ASSERT_TRUE(c.Send(Post("/filter", testing::FilterBody(pod, NodeNames(8)))));
   auto r = c.Read();
@@ -334,7 +254,7 @@ TEST(HttpServerTest, StopAnswersAHeldBindBeforeClosing) {
   ASSERT_TRUE(s.started.ok());
   // Member 0 of a 2-member gang reaches bind; member 1 never does, so the bind is held.
   const Json pod = MakePod(GangPod("held", 2, 0, 8));
-  RawConn c(s.server->port());
+  RawSocket c(s.server->port());
   ASSERT_TRUE(c.Send(Post("/filter", testing::FilterBody(pod, NodeNames(8)))));
   auto f = ParseFilterResult(c.Read().body);
   ASSERT_TRUE(f.ok());

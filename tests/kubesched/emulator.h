@@ -78,6 +78,10 @@ struct EmulatorCounters {
   int64_t binds_ok = 0;
   int64_t bind_failures = 0;    // either kind
   int64_t binds_in_flight = 0;  // right now
+  // Real time spent inside scheduling cycles, by phase (for benchmarks: where a cycle goes).
+  absl::Duration own_filter_time;       // the emulator's own filter plugins
+  absl::Duration extender_filter_time;  // extender filter calls, round trip
+  absl::Duration score_time;            // in-tree scores, prioritize calls and selectHost
 };
 
 // What the emulator knows of one pod of its scheduler.

@@ -8,8 +8,8 @@
 #include <atomic>
 #include <set>
 
-#include KUBESCHED_FAKE_API_HEADER
 #include "tests/kubesched/fake_extender.h"
+#include "tests/support/fake_apiserver.h"
 
 namespace topogang::kubesched {
 namespace {

@@ -46,6 +46,12 @@ class cancellation_token_source;
 
 namespace topogang::kubesched {
 
+class HttpPoster;
+
+// Replies are decoded into an unordered document: an ordered_json object inserts each key with a
+// linear search, which makes a 12,500-entry FailedNodes map quadratic.
+using ReplyJson = nlohmann::json;
+
 struct ManagedResource {
   std::string name;
   bool ignored_by_scheduler = false;
@@ -68,8 +74,11 @@ struct ExtenderConfig {
 
 // What the filter verb said.
 struct ExtenderFilterResult {
-  std::vector<std::string> nodes;             // the nodes that pass, in the extender's order
-  std::map<std::string, std::string> failed;  // FailedNodes
+  std::vector<std::string> nodes;  // the nodes that pass, in the extender's order
+  // nodes[i] among those offered, or null (a Nodes reply may name any node). Resolved through
+  // the one name map HTTPExtender.Filter builds (fromNodeName), not a second one per cycle.
+  std::vector<const NodeState*> offered;
+  std::map<std::string, std::string> failed;                   // FailedNodes
   std::map<std::string, std::string> failed_and_unresolvable;  // FailedAndUnresolvableNodes
 };
 
@@ -106,13 +115,14 @@ class ExtenderClient {
   void CancelAll();
 
  private:
-  absl::StatusOr<Json> Send(const std::string& verb, std::string body);
+  absl::StatusOr<ReplyJson> Send(const std::string& verb, std::string body);
   std::string ArgsBody(const Pod& pod, const std::vector<const NodeState*>& nodes) const;
 
   const ExtenderConfig config_;
   const Clock* clock_;
-  std::string path_prefix_;  // the URL path of url_prefix, without trailing '/'
-  std::unique_ptr<web::http::client::http_client> client_;
+  std::string path_prefix_;             // the URL path of url_prefix, without trailing '/'
+  std::unique_ptr<HttpPoster> poster_;  // filter, prioritize
+  std::unique_ptr<web::http::client::http_client> client_;  // bind (asynchronous)
   std::unique_ptr<pplx::cancellation_token_source> cancel_;
 };
 

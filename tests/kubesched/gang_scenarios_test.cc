@@ -23,11 +23,11 @@
 #include <thread>
 #include <vector>
 
-#include KUBESCHED_FAKE_API_HEADER
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tests/kubesched/emulator.h"
 #include "tests/kubesched/topogangd_process.h"
+#include "tests/support/fake_apiserver.h"
 
 namespace topogang::kubesched {
 namespace {

@@ -172,6 +172,13 @@ Emulator::CycleResult Emulator::SchedulePod(const Pod& pod) {
     to_find = std::min(to_find, n);
   }
   // findNodesThatPassFilters, from where the previous cycle stopped.
+  absl::Time phase = absl::Now();
+  auto add_phase = [&](absl::Duration EmulatorCounters::*field) {
+    const absl::Time now = absl::Now();
+    std::lock_guard<std::mutex> lock(mu_);
+    counters_.*field += now - phase;
+    phase = now;
+  };
   std::vector<const NodeState*> feasible;
   std::map<std::string, Status> statuses;
   size_t processed = 0;
@@ -188,6 +195,7 @@ Emulator::CycleResult Emulator::SchedulePod(const Pod& pod) {
   }
   next_start_node_index_ = (next_start_node_index_ + processed) % n;
   r.evaluated = static_cast<int>(processed);
+  add_phase(&EmulatorCounters::own_filter_time);
 
   // findNodesThatPassExtenders: each interested extender filters what the previous one left.
   const size_t before = feasible.size();
@@ -219,21 +227,22 @@ Emulator::CycleResult Emulator::SchedulePod(const Pod& pod) {
     }
     // Returned names are normally a subset of those offered; a Nodes reply is not checked, so
     // fall back to the whole snapshot for a name that was not offered.
-    std::unordered_map<std::string, const NodeState*> by_name;
-    for (const NodeState* s : feasible) by_name[s->node->name] = s;
+    std::unordered_map<std::string_view, const NodeState*> all_nodes;
     std::vector<const NodeState*> next;
-    bool all_nodes_indexed = false;
-    for (const std::string& name : res->nodes) {
-      auto it = by_name.find(name);
-      if (it == by_name.end() && !all_nodes_indexed) {
-        for (const NodeStatePtr& s : snapshot) by_name.emplace(s->node->name, s.get());
-        all_nodes_indexed = true;
-        it = by_name.find(name);
+    for (size_t i = 0; i < res->nodes.size(); ++i) {
+      const NodeState* s = i < res->offered.size() ? res->offered[i] : nullptr;
+      if (!s) {
+        if (all_nodes.empty()) {
+          for (const NodeStatePtr& p : snapshot) all_nodes.emplace(p->node->name, p.get());
+        }
+        auto it = all_nodes.find(res->nodes[i]);
+        s = it == all_nodes.end() ? nullptr : it->second;
       }
-      if (it != by_name.end()) next.push_back(it->second);
+      if (s) next.push_back(s);
     }
     feasible = std::move(next);
   }
+  add_phase(&EmulatorCounters::extender_filter_time);
   if (feasible.size() != before) r.rejectors.insert(kExtenderPlugin);
   r.feasible = static_cast<int>(feasible.size());
   if (feasible.empty()) {
@@ -294,6 +303,7 @@ Emulator::CycleResult Emulator::SchedulePod(const Pod& pod) {
     }
   }
   r.host = feasible[best]->node->name;
+  add_phase(&EmulatorCounters::score_time);
   return r;
 }
 

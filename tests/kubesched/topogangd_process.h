@@ -31,6 +31,7 @@ struct TopogangdOptions {
   std::string binary;   // path of the topogangd executable
   std::string api_url;  // e.g. FakeApiServer::url()
   int bind_window_ms = 4000;
+  int bind_parallelism = 64;  // daemon.bind_parallelism (the shipped default)
   double reservation_ttl_seconds = 30;
   std::string topology = "{preset: topograph}";  // the config file's topology: value
   absl::Duration ready_timeout = absl::Seconds(30);
@@ -61,7 +62,8 @@ class TopogangdProcess {
     std::ofstream(dir_ / "config.yaml")
         << "topology: " << o.topology << "\n"
         << "scheduler: {reservation_ttl_seconds: " << o.reservation_ttl_seconds << "}\n"
-        << "daemon: {bind_window_ms: " << o.bind_window_ms << "}\n";
+        << "daemon: {bind_window_ms: " << o.bind_window_ms
+        << ", bind_parallelism: " << o.bind_parallelism << "}\n";
     port_ = FreeLoopbackPort();
     const std::vector<std::string> args = {"topogangd",
                                            "--kubeconfig",

@@ -16,6 +16,7 @@ namespace {
 using ::testing::HasSubstr;
 
 using testing::CliResult;
+using testing::TempFile;
 
 CliResult Topogang(const std::string& args) { return testing::RunTopogang(args); }
 
@@ -26,12 +27,6 @@ std::string Slurp(const std::string& path) {
   std::stringstream s;
   s << f.rdbuf();
   return s.str();
-}
-
-std::string TempFile(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + "/" + name;
-  std::ofstream(path) << text;
-  return path;
 }
 
 TEST(SimulateCli, GeneratedTraceEveryPolicyFilesAndSameOutputTwice) {
@@ -55,6 +50,25 @@ TEST(SimulateCli, GeneratedTraceEveryPolicyFilesAndSameOutputTwice) {
   EXPECT_EQ(Slurp(dir + "/a/summary.csv"), Slurp(dir + "/b/summary.csv"));
   EXPECT_EQ(Slurp(dir + "/a/jobs-topogang.csv"), Slurp(dir + "/b/jobs-topogang.csv"));
   EXPECT_EQ(Slurp(dir + "/a/jobs-default.csv"), Slurp(dir + "/b/jobs-default.csv"));
+}
+
+TEST(SimulateCli, CommModelNetworkChangesDurationsAndPrintsClasses) {
+  const std::string dir = ::testing::TempDir() + "/simcli-net";
+  std::filesystem::remove_all(dir);
+  const std::string base = "simulate --cluster " + Lab() + " --generate 200 --seed 6 --policy " +
+                           "gang-firstfit --out " + dir;
+  CliResult proxy = Topogang(base + "/proxy --comm-model proxy");
+  CliResult net = Topogang(base + "/net --comm-model network");
+  ASSERT_EQ(proxy.code, 0) << proxy.out;
+  ASSERT_EQ(net.code, 0) << net.out;
+  EXPECT_THAT(net.out, HasSubstr("by job class"));
+  EXPECT_THAT(net.out, HasSubstr("multi-pod, fits a node"));
+  // Same trace and seed, priced by another model: stretches and ends differ.
+  EXPECT_NE(Slurp(dir + "/proxy/jobs-gang-firstfit.csv"),
+            Slurp(dir + "/net/jobs-gang-firstfit.csv"));
+  CliResult bad = Topogang(base + "/bad --comm-model fancy");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("--comm-model must be proxy or network"));
 }
 
 TEST(SimulateCli, WrittenTraceReadsBackToTheSameResults) {

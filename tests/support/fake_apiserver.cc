@@ -24,15 +24,29 @@ struct FakeApiServer::Watch {
   concurrency::streams::producer_consumer_buffer<uint8_t> buf;
   bool closed = false;
 
+  // Called under the server's lock, so nothing here may wait: the stream's tasks finish on
+  // cpprestsdk's thread pool, whose threads may all be request handlers waiting for that lock
+  // (64 bindings at once deadlocked the server). producer_consumer_buffer copies the bytes
+  // before putn_nocopy returns; the continuations only observe errors (an unobserved task
+  // exception terminates) and keep the bytes alive for form's sake.
   void Write(const std::string& s) {
     if (closed) return;
-    buf.putn_nocopy(reinterpret_cast<const uint8_t*>(s.data()), s.size()).wait();
-    buf.sync().wait();
+    auto bytes = std::make_shared<std::string>(s);
+    buf.putn_nocopy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size())
+        .then([bytes](pplx::task<size_t> t) { Observe(t); });
+    buf.sync().then([](pplx::task<void> t) { Observe(t); });
   }
   void Close() {
     if (closed) return;
     closed = true;
-    buf.close(std::ios_base::out).wait();
+    buf.close(std::ios_base::out).then([](pplx::task<void> t) { Observe(t); });
+  }
+  template <typename T>
+  static void Observe(pplx::task<T>& t) {
+    try {
+      t.get();
+    } catch (...) {
+    }
   }
 };
 
@@ -85,7 +99,19 @@ FakeApiServer::FakeApiServer() {
     url_ = absl::StrCat("http://127.0.0.1:", port);
     try {
       listener_ = std::make_unique<http_listener>(url_ + "/");
-      listener_->support([this](http_request req) { Handle(&req); });
+      // The body is read before the handler runs, never with a blocking get() inside it:
+      // handlers run on cpprestsdk's thread pool (40 threads), and 64 concurrent bindings each
+      // waiting there for their own body, which needs a pool thread to arrive, deadlocked it.
+      listener_->support([this](http_request req) {
+        req.extract_utf8string(true).then([this, req](pplx::task<std::string> t) mutable {
+          std::string body;
+          try {
+            body = t.get();
+          } catch (...) {  // a client gone mid-body: handled as an empty body
+          }
+          Handle(&req, body);
+        });
+      });
       listener_->open().wait();
       return;
     } catch (...) {
@@ -308,8 +334,42 @@ std::vector<std::string> FakeApiServer::lease_holders() {
   return lease_holders_;
 }
 
+// A watch from `resource_version` on: history replayed, then live events (Emit); 410 when the
+// version was compacted away. Called with mu_ held through `lock`.
+void FakeApiServer::ServeWatchLocked(void* request, const std::string& kind,
+                                     const std::string& resource_version,
+                                     std::unique_lock<std::mutex>& lock) {
+  http_request req = *static_cast<http_request*>(request);
+  ++watch_count_[kind];
+  int64_t from = 0;
+  if (!resource_version.empty()) (void)absl::SimpleAtoi(resource_version, &from);
+  if (from < compacted_rv_) {
+    lock.unlock();
+    return ReplyJson(req, 410, StatusJson(410, "Expired", "too old resource version"));
+  }
+  auto w = std::make_shared<Watch>();
+  w->kind = kind;
+  http_response resp(status_codes::OK);
+  resp.headers().add("Content-Type", "application/json");
+  resp.set_body(concurrency::streams::istream(w->buf));
+  req.reply(resp).then([](pplx::task<void> t) {
+    try {
+      t.get();
+    } catch (...) {
+    }
+  });
+  for (const Change& c : history_) {
+    if (c.kind == kind && c.rv > from) {
+      w->Write(DumpJson(Json{{"type", c.type}, {"object", c.obj}}) + "\n");
+    }
+  }
+  watches_.push_back(w);
+  cv_.notify_all();
+}
+
 // /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]
-void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& parts) {
+void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& parts,
+                                const std::string& request_body) {
   http_request req = *static_cast<http_request*>(request);
   const std::string method = req.method();
   const std::string ns = parts[4];
@@ -320,7 +380,7 @@ void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& p
   }
   if (hook) hook(method);
   std::string body;
-  if (method == methods::POST || method == methods::PUT) body = req.extract_utf8string(true).get();
+  if (method == methods::POST || method == methods::PUT) body = request_body;
   std::lock_guard<std::mutex> lock(mu_);
   ++lease_requests_[method];
   cv_.notify_all();
@@ -399,6 +459,105 @@ void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& p
   ReplyJson(req, 405, StatusJson(405, "MethodNotAllowed", "method not allowed"));
 }
 
+void FakeApiServer::ServeResource(const std::string& group, const std::string& version,
+                                  const std::string& resource) {
+  std::lock_guard<std::mutex> lock(mu_);
+  custom_[group + "/" + version + "/" + resource];
+}
+
+void FakeApiServer::ForbidResource(const std::string& group, const std::string& resource,
+                                   bool forbidden) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (forbidden) {
+    forbidden_.insert(group + "/" + resource);
+  } else {
+    forbidden_.erase(group + "/" + resource);
+  }
+}
+
+void FakeApiServer::PutObject(const std::string& group, const std::string& version,
+                              const std::string& resource, Json obj) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string kind = group + "/" + version + "/" + resource;
+  if (!obj["metadata"].contains("namespace")) obj["metadata"]["namespace"] = "default";
+  obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  const std::string key = PodKey(obj);
+  auto& store = custom_[kind];
+  const bool existed = store.count(key) > 0;
+  store[key] = obj;
+  Emit(kind, existed ? "MODIFIED" : "ADDED", obj);
+}
+
+void FakeApiServer::DeleteObject(const std::string& group, const std::string& version,
+                                 const std::string& resource, const std::string& ns,
+                                 const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string kind = group + "/" + version + "/" + resource;
+  auto& store = custom_[kind];
+  auto it = store.find(ns + "/" + name);
+  if (it == store.end()) return;
+  Json obj = it->second;
+  store.erase(it);
+  obj["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  Emit(kind, "DELETED", obj);
+}
+
+int FakeApiServer::discovery_requests() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return discovery_requests_;
+}
+
+// /apis/<group>/<version> (discovery) and /apis/<group>/<version>/<resource> (list, watch).
+void FakeApiServer::HandleCustom(void* request, const std::vector<std::string>& parts) {
+  http_request req = *static_cast<http_request*>(request);
+  auto query = web::uri::split_query(req.relative_uri().query());
+  const std::string gv = parts[1] + "/" + parts[2];
+  std::unique_lock<std::mutex> lock(mu_);
+  if (parts.size() == 3) {
+    ++discovery_requests_;
+    cv_.notify_all();
+    Json resources = Json::array();
+    for (const auto& [kind, objects] : custom_) {
+      if (kind.rfind(gv + "/", 0) == 0) {
+        resources.push_back({{"name", kind.substr(gv.size() + 1)}, {"namespaced", true}});
+      }
+    }
+    if (resources.empty()) {
+      return ReplyJson(req, 404,
+                       StatusJson(404, "NotFound",
+                                  "the server could not find the "
+                                  "requested resource"));
+    }
+    return ReplyJson(req, 200,
+                     {{"kind", "APIResourceList"}, {"groupVersion", gv}, {"resources", resources}});
+  }
+  const std::string kind = gv + "/" + parts[3];
+  auto store = custom_.find(kind);
+  if (store == custom_.end()) {
+    return ReplyJson(req, 404,
+                     StatusJson(404, "NotFound",
+                                "the server could not find the "
+                                "requested resource"));
+  }
+  if (forbidden_.count(parts[1] + "/" + parts[3])) {
+    return ReplyJson(req, 403,
+                     StatusJson(403, "Forbidden",
+                                parts[3] + "." + parts[1] + " is forbidden: User cannot list"));
+  }
+  if (query.count("watch") && (query["watch"] == "1" || query["watch"] == "true")) {
+    return ServeWatchLocked(&req, kind, query["resourceVersion"], lock);
+  }
+  ++lists_[kind];
+  Json items = Json::array();
+  for (const auto& [k, v] : store->second) items.push_back(v);
+  Json list = {{"apiVersion", gv},
+               {"metadata", {{"resourceVersion", std::to_string(rv_)}}},
+               {"items", items}};
+  cv_.notify_all();
+  lock.unlock();
+  ReplyJson(req, 200, list);
+}
+
 void FakeApiServer::RequireToken(const std::string& token) {
   std::lock_guard<std::mutex> lock(mu_);
   required_token_ = token;
@@ -409,7 +568,7 @@ std::vector<std::string> FakeApiServer::authorizations() {
   return authorizations_;
 }
 
-void FakeApiServer::Handle(void* request) {
+void FakeApiServer::Handle(void* request, const std::string& body) {
   http_request req = *static_cast<http_request*>(request);
   const std::string path = req.relative_uri().path();
   auto query = web::uri::split_query(req.relative_uri().query());
@@ -425,7 +584,11 @@ void FakeApiServer::Handle(void* request) {
   }
   if (parts.size() >= 6 && parts[0] == "apis" && parts[1] == "coordination.k8s.io" &&
       parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "leases") {
-    return HandleLease(&req, parts);
+    return HandleLease(&req, parts, body);
+  }
+  if (req.method() == methods::GET && (parts.size() == 3 || parts.size() == 4) &&
+      parts[0] == "apis") {
+    return HandleCustom(&req, parts);
   }
   // /api/v1/nodes, /api/v1/pods
   if (req.method() == methods::GET && parts.size() == 3 && parts[0] == "api" &&
@@ -433,32 +596,7 @@ void FakeApiServer::Handle(void* request) {
     const std::string kind = parts[2];
     std::unique_lock<std::mutex> lock(mu_);
     if (query.count("watch") && (query["watch"] == "1" || query["watch"] == "true")) {
-      ++watch_count_[kind];
-      int64_t from = 0;
-      if (query.count("resourceVersion")) (void)absl::SimpleAtoi(query["resourceVersion"], &from);
-      if (from < compacted_rv_) {
-        lock.unlock();
-        return ReplyJson(req, 410, StatusJson(410, "Expired", "too old resource version"));
-      }
-      auto w = std::make_shared<Watch>();
-      w->kind = kind;
-      http_response resp(status_codes::OK);
-      resp.headers().add("Content-Type", "application/json");
-      resp.set_body(concurrency::streams::istream(w->buf));
-      req.reply(resp).then([](pplx::task<void> t) {
-        try {
-          t.get();
-        } catch (...) {
-        }
-      });
-      for (const Change& c : history_) {
-        if (c.kind == kind && c.rv > from) {
-          w->Write(DumpJson(Json{{"type", c.type}, {"object", c.obj}}) + "\n");
-        }
-      }
-      watches_.push_back(w);
-      cv_.notify_all();
-      return;
+      return ServeWatchLocked(&req, kind, query["resourceVersion"], lock);
     }
     ++lists_[kind];
     Json items = Json::array();
@@ -476,7 +614,7 @@ void FakeApiServer::Handle(void* request) {
       parts[2] == "nodes") {
     const std::string type =
         req.headers().has("Content-Type") ? req.headers()["Content-Type"] : std::string();
-    Json patch = Json::parse(req.extract_utf8string(true).get(), nullptr, false);
+    Json patch = Json::parse(body, nullptr, false);
     if (type.rfind("application/merge-patch+json", 0) != 0 || patch.is_discarded()) {
       return ReplyJson(req, 415, StatusJson(415, "UnsupportedMediaType", "not a merge patch"));
     }
@@ -497,7 +635,7 @@ void FakeApiServer::Handle(void* request) {
   if (parts.size() >= 5 && parts[0] == "api" && parts[2] == "namespaces") {
     const std::string ns = parts[3];
     if (parts[4] == "events" && req.method() == methods::POST) {
-      Json ev = Json::parse(req.extract_utf8string(true).get(), nullptr, false);
+      Json ev = Json::parse(body, nullptr, false);
       std::lock_guard<std::mutex> lock(mu_);
       events_.push_back(ev);
       cv_.notify_all();
@@ -512,7 +650,7 @@ void FakeApiServer::Handle(void* request) {
         return ReplyJson(req, 200, it->second);
       }
       if (parts.size() == 7 && parts[6] == "binding" && req.method() == methods::POST) {
-        Json b = Json::parse(req.extract_utf8string(true).get(), nullptr, false);
+        Json b = Json::parse(body, nullptr, false);
         std::lock_guard<std::mutex> lock(mu_);
         auto it = pods_.find(key);
         if (it == pods_.end()) {

@@ -3,7 +3,8 @@
 // {"type","object"} events (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR), 410 Gone for compacted
 // resourceVersions, dropped connections, the pods/binding subresource (201, 409 when already
 // bound), Event creation, and coordination.k8s.io/v1 Leases (GET/POST/PUT with optimistic
-// concurrency, plus outages and garbage records for the leader-election tests).
+// concurrency, plus outages and garbage records for the leader-election tests), and custom
+// resources (PodGroups, JobSets, ...) with discovery (/apis/<group>/<version>), list and watch.
 #pragma once
 
 #include <condition_variable>
@@ -12,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,14 +75,29 @@ class FakeApiServer {
   // spec.holderIdentity after every successful lease write, in order.
   std::vector<std::string> lease_holders();
 
+  // --- Custom resources ------------------------------------------------------------------------
+  // Serves /apis/<group>/<version>/<resource> (listed by discovery); unserved ones are 404.
+  void ServeResource(const std::string& group, const std::string& version,
+                     const std::string& resource);
+  // List and watch of a served resource answer 403 Forbidden (missing RBAC) while set.
+  void ForbidResource(const std::string& group, const std::string& resource, bool forbidden);
+  void PutObject(const std::string& group, const std::string& version, const std::string& resource,
+                 Json obj);  // ADDED or MODIFIED
+  void DeleteObject(const std::string& group, const std::string& version,
+                    const std::string& resource, const std::string& ns, const std::string& name);
+  int discovery_requests();
+
   // Blocks until pred() holds or the timeout passes (pred may call the accessors above).
   bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 10000);
 
  private:
   struct Watch;
   void Emit(const std::string& kind, const std::string& type, const Json& obj);
-  void Handle(void* request);
-  void HandleLease(void* request, const std::vector<std::string>& parts);
+  void ServeWatchLocked(void* request, const std::string& kind, const std::string& resource_version,
+                        std::unique_lock<std::mutex>& lock);
+  // `body` was read before the handler ran (see the constructor).
+  void Handle(void* request, const std::string& body);
+  void HandleLease(void* request, const std::vector<std::string>& parts, const std::string& body);
 
   std::string url_;
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
@@ -98,6 +115,11 @@ class FakeApiServer {
   std::vector<Change> history_;
   std::vector<std::shared_ptr<Watch>> watches_;
   std::map<std::string, int> lists_, watch_count_;
+  // "group/version/resource" -> ns/name -> object
+  std::map<std::string, std::map<std::string, Json>> custom_;
+  std::set<std::string> forbidden_;  // "group/resource"
+  int discovery_requests_ = 0;
+  void HandleCustom(void* request, const std::vector<std::string>& parts);
   std::vector<Json> bindings_, events_;
   int node_patches_ = 0;
   std::string required_token_;

@@ -63,6 +63,25 @@ TEST(ClusterFile, MixedSkusAlternateByLeaf) {
   EXPECT_EQ(r->nodes[1].sku, "A100");
 }
 
+TEST(ClusterFile, GeneratorEmptyLabelKeyWritesNoLabel) {
+  auto r = ParseClusterFile(R"(
+generate: {spines_per_zone: 2, nodes_per_leaf: 2,
+           labels: {zone: "", spine: cloud.google.com/gce-topology-block,
+                    leaf: cloud.google.com/gce-topology-subblock}}
+)",
+                            "c.yaml");
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->nodes.size(), 4u);
+  EXPECT_EQ(r->nodes[0].labels.size(), 2u);
+  EXPECT_EQ(r->nodes[2].labels.at("cloud.google.com/gce-topology-block"), "spine1");
+  EXPECT_THAT(ErrorOf("generate: {zones: 2, nodes_per_leaf: 2, labels: {zone: \"\"}}\n"),
+              HasSubstr("generate.labels.zone: an empty key writes no label, so its count must "
+                        "be 1"));
+  EXPECT_THAT(ErrorOf("generate: {nodes_per_leaf: 2, nvlink_domain_nodes: 1, "
+                      "labels: {nvlink: \"\"}}\n"),
+              HasSubstr("nvlink_domain_nodes must be 0"));
+}
+
 TEST(ClusterFile, ShippedExamplesParseAndBuild) {
   for (const char* f :
        {"lab-64", "meta-16k", "hyperscale-100k", "gb200-nvl72", "mixed-h100-a100"}) {

@@ -22,6 +22,29 @@ TEST(TopologyConfig, PresetsUseRealLabels) {
   EXPECT_EQ(PresetTopology("gke")->tiers[0].label, "cloud.google.com/gce-topology-block");
   EXPECT_EQ(PresetTopology("gb200")->tiers.back().label, "nvidia.com/gpu.clique");
   EXPECT_FALSE(PresetTopology("slurm").ok());
+  EXPECT_EQ(PresetTopology("topograph-v1")->tiers[2].label, "fabric.topograph.run/tier-0");
+  EXPECT_EQ(PresetTopology("topograph-v1")->tiers[3].label, "accelerator.topograph.run/domain");
+  EXPECT_EQ(PresetTopology("oci")->tiers[0].label, "oci.oraclecloud.com/rdma.hpc_island_id");
+  EXPECT_TRUE(PresetTopology("auto")->detect);
+  EXPECT_TRUE(PresetTopology("auto")->tiers.empty());
+  EXPECT_FALSE(PresetTopology("topograph")->detect);
+}
+
+TEST(TopologyConfig, AutoIsTheDefaultAndNamedTiersNeverDetect) {
+  auto c = Parse("cluster_oversubscription: 7");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->detect);
+  EXPECT_EQ(c->preset, "auto");
+  EXPECT_FALSE(c->node_bandwidth_given);
+  EXPECT_EQ(c->cluster_oversubscription, 7);
+  c = Parse("{preset: auto, node_bandwidth_gbps: 3600}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->detect && c->node_bandwidth_given);
+  c = Parse("{preset: auto, tiers: [{name: rack, label: my/rack}]}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->detect);
+  EXPECT_FALSE(Parse("{preset: topograph}")->detect);
+  EXPECT_THAT(Parse("{preset: nope}").status().message(), HasSubstr("auto, topograph-v1"));
 }
 
 TEST(TopologyConfig, CustomTiersReplacePreset) {

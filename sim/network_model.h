@@ -1,0 +1,97 @@
+// An all-reduce cost model written from how NCCL moves data, independent of the planner's score
+// (Cluster::SpanBandwidthGbps): it looks at which nodes the members use, in which order, how
+// many of the job's GPUs sit under each switch, the NICs those GPUs own, and NVLink per GPU
+// generation. The simulator uses it to turn a placement into run time (`--comm-model network`)
+// so that a policy cannot win by optimising the yardstick itself. See docs/network-model.md.
+//
+// Bandwidth term only: for the large messages of data-parallel training the time of a collective
+// is S / bandwidth; the latency term does not depend on where the members are to first order.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "scheduler/placement.h"
+#include "topology/cluster.h"
+
+namespace topogang::sim {
+
+// Published link speeds, per GPU and per direction, in GB/s (bytes).
+struct NetworkParams {
+  // One 400 Gb/s NIC per GPU: HGX H100 has 8x ConnectX-7 400 Gb/s (NVIDIA DGX H100 user guide,
+  // "eight ConnectX-7 ... 400 Gb/s"); GB200 NVL72 compute trays likewise one CX-7 per GPU.
+  double nic_gbytes_s = 50;
+};
+
+// NVLink bandwidth per GPU per direction (GB/s) by GPU model name: NVLink 3 (A100) 600 GB/s
+// bidirectional, NVLink 4 (H100/H200) 900 GB/s, NVLink 5 (B200/GB200/B300) 1.8 TB/s (NVIDIA
+// NVLink product page). Unknown models get NVLink 4.
+double NvlinkGBytesPerSec(absl::string_view sku);
+
+// Whether a tier is an NVLink domain (traffic inside it never touches a NIC): tiers named
+// "nvlink"/"accelerator", or labelled with the GPU clique / memory-fabric id.
+bool IsNvlinkTier(absl::string_view name, absl::string_view label);
+
+struct CollectiveCost {
+  double seconds = 0;
+  // NCCL's bus bandwidth (nccl-tests doc/PERFORMANCE.md): algbw = S/t and for all-reduce
+  // busbw = algbw * 2(n-1)/n, comparable with the bottleneck link's speed. GB/s.
+  double busbw_gbytes_s = 0;
+  std::string bottleneck;  // "none", "nvlink", "nic <node>", "uplink <domain path>"
+};
+
+// GPUs of other running jobs whose rings leave each switch domain (domain id -> GPUs under it):
+// with it, a domain's uplinks are shared among the jobs actually using them instead of each GPU
+// getting its fully loaded share. Node NICs and NVLink domains are never shared (one NIC per GPU).
+using UplinkLoad = absl::flat_hash_map<int, long>;
+
+class NetworkModel {
+ public:
+  explicit NetworkModel(const Cluster& cluster, NetworkParams params = {});
+
+  // Ring all-reduce of `bytes` over the members' GPUs. NCCL builds one ring per channel that
+  // visits each node once, nodes in the order of their first rank (members in order), GPUs of a
+  // node over NVLink; the channels spread a node's crossing over all the job's NICs on it.
+  // Every GPU sends 2(n-1)/n * S; the slowest link, divided among the ring edges that cross it,
+  // decides: NVLink per GPU; a node's g job GPUs own g NICs; a switch domain D (leaf, spine,
+  // island) gives the g_D job GPUs under it g_D NICs' worth of uplink divided by the
+  // oversubscription above D, shared by the ring edges leaving D.
+  // With `others`, the uplinks of a switch domain D (G_D GPUs under it) give this job
+  // G_D x NIC / oversubscription x g_D / (g_D + others[D]), at most its own g_D NICs.
+  CollectiveCost RingAllReduce(std::span<const MemberPlacement> members, double bytes,
+                               const UplinkLoad* others = nullptr) const;
+
+  // Hierarchical all-reduce: reduce-scatter inside each NVLink domain (node or NVL72 rack),
+  // a ring all-reduce of S among the domains (each using its job GPUs' NICs), all-gather back.
+  // Phases run one after the other.
+  CollectiveCost HierarchicalAllReduce(std::span<const MemberPlacement> members, double bytes,
+                                       const UplinkLoad* others = nullptr) const;
+
+  // The faster of the two, as NCCL's tuner would pick for large messages.
+  CollectiveCost AllReduce(std::span<const MemberPlacement> members, double bytes,
+                           const UplinkLoad* others = nullptr) const;
+
+  // The shared switch domains this placement's ring leaves, with its GPUs under each: what it
+  // adds to the UplinkLoad of the jobs that start while it runs.
+  UplinkLoad RingUplinkUse(std::span<const MemberPlacement> members) const;
+
+  // The most compact placement of the shape on an empty cluster: members packed in node order
+  // on one GPU model, so it fills nodes, then NVLink domains, then leaves. Empty if none holds it.
+  std::vector<MemberPlacement> CompactPlacement(int members, int gpus_per_member) const;
+
+ private:
+  struct Ring;
+  Ring BuildRing(std::span<const MemberPlacement> members, bool per_nvlink_domain) const;
+  double Oversubscription(int level) const;  // above a domain of level+1, i.e. at `level`
+
+  const Cluster& c_;
+  NetworkParams p_;
+  std::vector<double> nvlink_;      // per SKU
+  std::vector<char> nvlink_level_;  // per level
+  std::vector<double> oversub_;     // per level
+  int nvlink_domain_level_ = -1;    // widest NVLink tier level, -1 when none
+};
+
+}  // namespace topogang::sim
