@@ -62,10 +62,12 @@ struct GangLedgerOptions {
   // Gang queue (backfill, holds for starved large gangs) used by the default admission.
   QueueOptions queue;
   // Who holds a gang named through the upstream API (spec.schedulingGroup / workloadRef) until
-  // all its members are there. kAuto: kube-scheduler's GangScheduling plugin already does, at
-  // Permit, before the bind verb; so topogang binds each such member as it arrives (it still
-  // plans and reserves the whole gang). kTopogang: topogang's own barrier, for a scheduler
-  // profile with GangScheduling disabled. Gangs named any other way always use topogang's.
+  // all its members are there. kAuto: kube-scheduler's GangScheduling plugin does, at Permit,
+  // before the bind verb; so topogang binds each such member as it arrives (it still plans and
+  // reserves the whole gang), unless a member reaches bind before every member was filtered:
+  // then the plugin is evidently off and that gang falls back to topogang's barrier (a Warning
+  // event says so). kTopogang: topogang's own barrier always, for a scheduler profile with
+  // GangScheduling disabled. Gangs named any other way always use topogang's.
   enum class GangBarrier { kAuto, kTopogang };
   GangBarrier gang_barrier = GangBarrier::kAuto;
 };
@@ -200,6 +202,8 @@ class GangLedger {
   void CompleteBarrier(const std::string& id);
   // Members whose held request is past its time, or whose slot moved, are answered.
   void AnswerHeldLocked(absl::Time now, std::vector<std::pair<BindCallback, std::string>>* fail);
+  // True when every slot holds a member pod (filtered) or is bound.
+  bool AllAssignedLocked(const Entry& e) const;
   // True when every slot is bound or arrived at its current node.
   bool AllArrivedLocked(const Entry& e, const std::vector<std::string>& nodes) const;
   // Runs a binding on the pool; `done` gets the result on a pool thread.

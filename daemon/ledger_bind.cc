@@ -12,6 +12,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
   FailList fails;
   bool direct = false;
   bool open_barrier = false;
+  bool fallback = false;  // an upstream gang that kube-scheduler did not hold at Permit
   std::string id;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -66,6 +67,17 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
           state_.With([&](GangScheduler& s) { return s.Touch(id, state_.clock().Now()); })
               .IgnoreError();
         }
+        if (e.permit_barrier && !AllAssignedLocked(e)) {
+          // kube-scheduler's GangScheduling plugin holds a PodGroup's members at Permit until
+          // minCount of them passed filter and Reserve (KEP-4671, kubernetes/enhancements
+          // keps/sig-scheduling/4671-gang-scheduling/README.md, "GangScheduling Plugin"; from
+          // v1.36 the whole group is filtered in one workload cycle before any binds). A member
+          // at bind while another never reached filter means nothing held them: the plugin is
+          // off (it needs the GenericWorkload feature gate). Binding on arrival would start the
+          // gang partly, so this gang falls back to topogang's own barrier.
+          e.permit_barrier = false;
+          fallback = true;
+        }
         // A regrouped gang's bound members are already there: wait only for the missing ones.
         // A gang kube-scheduler held at Permit binds at once: its members passed Permit
         // together, and a second barrier here could only send them back through it.
@@ -77,6 +89,15 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
     }
   }
   RunFails(fails);
+  if (fallback) {
+    const std::string msg = absl::StrCat(
+        "topogang: a member of gang ", id,
+        " reached bind before every member was filtered, so kube-scheduler's GangScheduling "
+        "plugin is not holding the gang at Permit; topogang holds it at its own barrier instead "
+        "(set daemon.gang_barrier: topogang when that plugin is disabled)");
+    state_.Publish({0, {}, "barrier-fallback", id, "", msg});
+    Notify({"Warning", "GangBarrierFallback", id, msg, {args}});
+  }
   if (direct) {
     BindAsync(args, [this, key, id, done = std::move(done)](absl::Status st) {
       if (st.ok() && !id.empty()) {
@@ -89,6 +110,11 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
     });
   }
   if (open_barrier) Enqueue([this, id] { CompleteBarrier(id); });
+}
+
+bool GangLedger::AllAssignedLocked(const Entry& e) const {
+  return std::all_of(e.slots.begin(), e.slots.end(),
+                     [](const Member& m) { return m.assigned || m.bound; });
 }
 
 bool GangLedger::AllArrivedLocked(const Entry& e, const std::vector<std::string>& nodes) const {

@@ -2,13 +2,16 @@
 // the members of an upstream PodGroup at Permit, before the extender's bind verb.
 //  - gang_barrier: auto (default): a gang named through scheduling.k8s.io binds each member as it
 //    arrives (the members already passed Permit together; a second hold could only send them
-//    back through it), while topogang still planned and reserved the whole gang at filter.
+//    back through it), while topogang still planned and reserved the whole gang at filter;
+//    unless a member reaches bind before all were filtered (nothing held them): then topogang's
+//    own barrier holds that gang.
 //  - gang_barrier: topogang: topogang's own barrier holds them too (GangScheduling disabled).
 // Gangs named any other way keep topogang's barrier in both settings.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "daemon/gang_ledger.h"
@@ -104,6 +107,41 @@ TEST(PermitBarrier, AutoBindsUpstreamGangMembersAsTheyArrive) {
   EXPECT_EQ(UsedGpus(f.state), 24);
   EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
   EXPECT_EQ(f.ledger.GetStats().held_binds, 0);
+}
+
+// The chart's kube-scheduler does not enable GangScheduling (it needs the GenericWorkload
+// feature gate): a member then reaches bind while others have not even been filtered. Under auto
+// that gang falls back to topogang's barrier instead of starting partly.
+TEST(PermitBarrier, AutoFallsBackToItsOwnBarrierWhenNothingHeldTheGangAtPermit) {
+  Fixture f(Barrier::kAuto);
+  std::mutex mu;
+  std::vector<GangNotice> notices;
+  f.ledger.SetNotify([&](const GangNotice& n) {
+    std::lock_guard<std::mutex> lock(mu);
+    notices.push_back(n);
+  });
+  std::vector<Json> pods;
+  for (int i = 0; i < 3; ++i) pods.push_back(UpstreamPod(i));
+  const std::string n0 = f.Filter(pods[0]);
+  auto first = BindPod(f.service, pods[0], n0);
+  EXPECT_FALSE(Answered(first, 150)) << "held: members 1 and 2 were never filtered";
+  EXPECT_TRUE(f.binder.Bindings().empty());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ASSERT_FALSE(notices.empty());
+    EXPECT_EQ(notices.back().reason, "GangBarrierFallback");
+    EXPECT_EQ(notices.back().type, "Warning");
+  }
+  std::vector<std::future<std::string>> rest;
+  for (int i = 1; i < 3; ++i) rest.push_back(BindPod(f.service, pods[i], f.Filter(pods[i])));
+  ASSERT_TRUE(Answered(first, 5000));
+  EXPECT_EQ(first.get(), "");
+  for (auto& b : rest) {
+    ASSERT_TRUE(Answered(b, 5000));
+    EXPECT_EQ(b.get(), "");
+  }
+  EXPECT_EQ(f.binder.Bindings().size(), 3u);
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
 }
 
 TEST(PermitBarrier, TopogangModeHoldsUpstreamGangAtItsOwnBarrier) {
