@@ -102,6 +102,22 @@ absl::StatusOr<std::string> YamlString(const YAML::Node& map, absl::string_view 
   return n.Scalar();
 }
 
+absl::StatusOr<std::vector<std::string>> YamlStringList(const YAML::Node& map,
+                                                        absl::string_view key,
+                                                        absl::string_view source) {
+  std::vector<std::string> out;
+  YAML::Node n = Lookup(map, key);
+  if (!n.IsDefined() || n.IsNull()) return out;
+  if (!n.IsSequence()) return Bad(source, n, absl::StrCat(key, ": expected a list of strings"));
+  for (const YAML::Node& item : n) {
+    if (!item.IsScalar() || item.Scalar().empty()) {
+      return Bad(source, item, absl::StrCat(key, ": expected a non-empty string"));
+    }
+    out.push_back(item.Scalar());
+  }
+  return out;
+}
+
 absl::StatusOr<bool> YamlBool(const YAML::Node& map, absl::string_view key,
                               absl::string_view source, bool default_value) {
   YAML::Node n = Lookup(map, key);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -39,5 +40,9 @@ absl::StatusOr<std::string> YamlString(const YAML::Node& map, absl::string_view 
                                        std::optional<std::string> default_value);
 absl::StatusOr<bool> YamlBool(const YAML::Node& map, absl::string_view key,
                               absl::string_view source, bool default_value);
+// A sequence of non-empty strings; missing or null → empty.
+absl::StatusOr<std::vector<std::string>> YamlStringList(const YAML::Node& map,
+                                                        absl::string_view key,
+                                                        absl::string_view source);
 
 }  // namespace topogang

@@ -17,6 +17,10 @@ struct PodBinding {
   std::string pod_namespace;
   std::string pod_uid;
   std::string node;
+  // spec.schedulerName of the pod topogang filtered; the cluster binder refuses a pod that the
+  // API server shows under another scheduler (a forged /filter body cannot get a pod bound that
+  // its own scheduler is meant to place). Empty: not checked (bindings not seen through filter).
+  std::string scheduler_name = {};
 };
 
 class Binder {

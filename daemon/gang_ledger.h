@@ -69,6 +69,11 @@ struct GangLedgerOptions {
   // event says so). kTopogang: topogang's own barrier always, for a scheduler profile with
   // GangScheduling disabled. Gangs named any other way always use topogang's.
   enum class GangBarrier { kAuto, kTopogang };
+  // spec.schedulerName values this daemon serves; a pod naming another is refused at filter.
+  // Empty: any (kube-scheduler sends every profile's pods to its extenders, so set it when the
+  // extender is configured on a shared kube-scheduler). Bindings are checked against the API
+  // server either way (the pod must be pending there under the name seen at filter).
+  std::vector<std::string> scheduler_names;
   GangBarrier gang_barrier = GangBarrier::kAuto;
 };
 
@@ -241,8 +246,9 @@ class GangLedger {
   std::set<std::string> pending_;   // ids of gangs reserved but not yet running
   std::set<std::string> barriers_;  // ids with held bind requests (may hold stale ids)
   std::set<std::string> fills_;     // adopted gangs with reserved missing members (may be stale)
-  absl::flat_hash_set<std::string> passthrough_;  // pods seen in filter without GPUs or gang
-  std::map<std::string, int> replans_;            // gang -> re-plans for unoffered slots
+  // Pods seen in filter without GPUs or gang -> their spec.schedulerName.
+  absl::flat_hash_map<std::string, std::string> passthrough_;
+  std::map<std::string, int> replans_;  // gang -> re-plans for unoffered slots
   // gang -> model nodes kube-scheduler did not offer its pods at its last reservation attempt
   // (indexes into the current model: cleared when it is rebuilt).
   std::map<std::string, std::vector<int>> excluded_;

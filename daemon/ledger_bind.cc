@@ -9,6 +9,9 @@ namespace topogang {
 
 void GangLedger::Bind(const PodBinding& args, BindCallback done) {
   const std::string key = PodKey(args.pod_uid, args.pod_namespace, args.pod_name);
+  // What is bound: the request, with the scheduler name seen at filter (not the caller's).
+  PodBinding binding = args;
+  binding.scheduler_name.clear();
   FailList fails;
   bool direct = false;
   bool open_barrier = false;
@@ -19,8 +22,9 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
     if (auto q = by_pod_.find(key); q != by_pod_.end()) SyncOneLocked(q->second.first, &fails);
     auto p = by_pod_.find(key);
     if (p == by_pod_.end()) {
-      if (passthrough_.contains(key)) {
+      if (auto pt = passthrough_.find(key); pt != passthrough_.end()) {
         direct = true;
+        binding.scheduler_name = pt->second;
       } else {
         fails.emplace_back(std::move(done),
                            absl::StrCat("topogang holds no reservation for pod ",
@@ -51,7 +55,8 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
       } else if (e.running || (e.binding && !m.in_flight)) {
         // The rest of the gang is bound (or being bound) and this member's binding failed: bind
         // it alone.
-        m.pod = args;
+        binding.scheduler_name = m.pod.scheduler_name;
+        m.pod = binding;
         direct = true;
       } else if (e.binding) {
         fails.emplace_back(std::move(done), "the gang's bindings are in progress; retry");
@@ -59,7 +64,8 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         if (m.held) fails.emplace_back(std::move(m.held), "superseded by a newer bind request");
         m.held = std::move(done);
         m.held_until = absl::Now() + options_.bind_window;
-        m.pod = args;
+        binding.scheduler_name = m.pod.scheduler_name;
+        m.pod = binding;
         barriers_.insert(id);
         if (m.arrived_node != node) {
           m.arrived_node = node;
@@ -99,7 +105,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
     Notify({"Warning", "GangBarrierFallback", id, msg, {args}});
   }
   if (direct) {
-    BindAsync(args, [this, key, id, done = std::move(done)](absl::Status st) {
+    BindAsync(binding, [this, key, id, done = std::move(done)](absl::Status st) {
       if (st.ok() && !id.empty()) {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto p = by_pod_.find(key); p != by_pod_.end()) {

@@ -103,6 +103,15 @@ void GangLedger::WarnMembership(const PodInfo& pod, const std::string& message) 
 }
 
 FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::string>& offered) {
+  if (!options_.scheduler_names.empty() &&
+      std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(),
+                pod.scheduler_name) == options_.scheduler_names.end()) {
+    // kube-scheduler sends its extenders the pods of every profile it runs; this one serves only
+    // the configured ones. Anything else is a misconfiguration or a forged request.
+    return ErrorResult(absl::StrCat(
+        "pod ", pod.Key(), " names scheduler \"", pod.scheduler_name, "\"; this topogangd serves ",
+        absl::StrJoin(options_.scheduler_names, ", "), " (daemon.scheduler_names)"));
+  }
   GangResolution resolved = Resolve(pod);
   if (resolved.kind == GangResolution::Kind::kError) {
     WarnMembership(pod, resolved.message);
@@ -120,7 +129,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (passthrough_.size() > 100000) passthrough_.clear();
-      passthrough_.insert(key);
+      passthrough_[key] = pod.scheduler_name;
     }
     return FilterDecision{};
   }
@@ -292,7 +301,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           Member& m = e.slots[slot];
           m.assigned = true;
           m.key = key;
-          m.pod = PodBinding{pod.name, pod.namespace_, pod.uid, nodes[slot]};
+          m.pod = PodBinding{pod.name, pod.namespace_, pod.uid, nodes[slot], pod.scheduler_name};
           by_pod_[key] = {id, slot};
           // Progress: a new member has come, the reservation lives on.
           state_.With([&](GangScheduler& s) { return s.Touch(id, state_.clock().Now()); })

@@ -185,6 +185,11 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod, absl::string_view resource) {
   auto node = JsonString(s, "nodeName", "Pod.spec.nodeName");
   if (!node.ok()) return node.status();
   p.node_name = *node;
+  auto sched = JsonString(s, "schedulerName", "Pod.spec.schedulerName");
+  if (!sched.ok()) return sched.status();
+  // The API server defaults an absent schedulerName to "default-scheduler"
+  // (k8s.io/kubernetes pkg/apis/core/v1/defaults.go, SetDefaults_PodSpec).
+  p.scheduler_name = sched->empty() ? "default-scheduler" : *sched;
   // spec.priority is what the Priority admission plugin resolved from priorityClassName; kube-
   // scheduler's PrioritySort orders by it, and so does topogang's gang queue.
   if (s.contains("priority") && !s["priority"].is_null()) {

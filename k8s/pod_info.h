@@ -20,8 +20,9 @@ struct PodInfo {
   std::string name;
   std::string namespace_;  // "default" when absent
   std::string uid;
-  std::string node_name;  // spec.nodeName ("" = not bound)
-  std::string phase;      // status.phase
+  std::string node_name;       // spec.nodeName ("" = not bound)
+  std::string scheduler_name;  // spec.schedulerName ("default-scheduler" when absent)
+  std::string phase;           // status.phase
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   int priority = 0;  // spec.priority (0 when unset)

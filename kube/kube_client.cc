@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/json_util.h"
+#include "kube/bind_check.h"
 
 namespace topogang {
 
@@ -202,6 +203,22 @@ absl::Status KubeBinder::Bind(const PodBinding& b) {
   if (!b.pod_uid.empty()) body["metadata"]["uid"] = b.pod_uid;
   const std::string pod_path = absl::StrCat("/api/v1/namespaces/", PathEscape(b.pod_namespace),
                                             "/pods/", PathEscape(b.pod_name));
+  // Bind only what was asked: the pod as the API server has it now (bind_check.h).
+  auto live = client_->Get(pod_path);
+  if (!live.ok()) return live.status();
+  if (live->status == 404) {
+    return absl::NotFoundError(absl::StrCat("topogang refuses to bind pod ", b.pod_namespace, "/",
+                                            b.pod_name, ": the API server has no such pod"));
+  }
+  if (live->status != 200) {
+    return absl::UnavailableError(absl::StrCat("reading pod ", b.pod_namespace, "/", b.pod_name,
+                                               " before binding it: HTTP ", live->status));
+  }
+  auto live_pod = ParseJson(live->body);
+  if (!live_pod.ok()) return live_pod.status();
+  auto check = CheckBindable(*live_pod, b);
+  if (!check.ok()) return check.status();
+  if (*check == BindCheck::kAlreadyBoundHere) return absl::OkStatus();  // a retry that went through
   auto r = client_->Post(pod_path + "/binding", DumpJson(body));
   if (!r.ok()) return r.status();
   if (r->status == 201 || r->status == 200) return absl::OkStatus();

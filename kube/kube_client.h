@@ -74,8 +74,9 @@ class KubeClient {
   std::unique_ptr<CancelState> cancel_;
 };
 
-// Binds pods through POST /api/v1/namespaces/{ns}/pods/{name}/binding. A 409 (already bound) is
-// success when the pod is bound to the same node (a retried bind).
+// Binds pods through POST /api/v1/namespaces/{ns}/pods/{name}/binding, after reading the pod
+// and refusing one that is not pending with the UID and scheduler name seen at filter
+// (bind_check.h). Already bound to the same node (a retried bind) is success.
 class KubeBinder : public Binder {
  public:
   explicit KubeBinder(std::shared_ptr<KubeClient> client) : client_(std::move(client)) {}

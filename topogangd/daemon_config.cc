@@ -139,7 +139,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
            "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
            "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
-           "bind_parallelism", "gang_barrier", "leader_election",
+           "bind_parallelism", "gang_barrier", "scheduler_names", "leader_election",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
            "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
@@ -198,6 +198,9 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   }
   c.extender.gang_barrier = *barrier == "auto" ? GangLedgerOptions::GangBarrier::kAuto
                                                : GangLedgerOptions::GangBarrier::kTopogang;
+  auto schedulers = YamlStringList(d, "scheduler_names", source);
+  if (!schedulers.ok()) return schedulers.status();
+  c.extender.scheduler_names = std::move(*schedulers);
   if (absl::Status s = ParseTls(d["tls"], source, c.transport); !s.ok()) return s;
   for (auto [key, field] : {std::pair{"idle_timeout_ms", &c.transport.idle_timeout_ms},
                             std::pair{"read_timeout_ms", &c.transport.read_timeout_ms},

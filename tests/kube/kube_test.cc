@@ -495,7 +495,7 @@ TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
   }));
   EXPECT_EQ(api.bindings().size(), 2u);
 
-  // 409 from the API server: bound elsewhere is an error, bound to the same node is success.
+  // Bound elsewhere is an error, bound to the same node is success.
   KubeConfig kc;
   kc.server = api.url();
   KubeBinder binder(std::make_shared<KubeClient>(kc));
@@ -503,6 +503,48 @@ TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
   absl::Status conflict = binder.Bind({"g-0", "default", "uid-g-0", "gpu-node-999"});
   EXPECT_EQ(conflict.code(), absl::StatusCode::kAlreadyExists) << conflict;
   EXPECT_NE(conflict.message().find("already assigned"), std::string::npos);
+}
+
+// Bind only what was asked: the binder reads the pod first and binds it only if the API server
+// shows it pending, with the UID and the scheduler name topogang saw at filter.
+TEST(KubeBinderTest, RefusesPodsTheApiServerDoesNotShowPendingForThisScheduler) {
+  FakeApiServer api;
+  KubeConfig kc;
+  kc.server = api.url();
+  KubeBinder binder(std::make_shared<KubeClient>(kc));
+  auto pod = [](const std::string& name, const std::string& scheduler) {
+    PodOpts o;
+    o.name = name;
+    o.gpus = 8;
+    Json p = MakePod(o);
+    p["spec"]["schedulerName"] = scheduler;
+    return p;
+  };
+  api.PutPod(pod("mine", "topogang-scheduler"));
+  api.PutPod(pod("theirs", "default-scheduler"));
+  Json going = pod("going", "topogang-scheduler");
+  going["metadata"]["deletionTimestamp"] = "2026-11-24T00:00:00Z";
+  api.PutPod(going);
+
+  absl::Status missing = binder.Bind({"ghost", "default", "uid-ghost", "n1", "topogang-scheduler"});
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
+  absl::Status foreign =
+      binder.Bind({"theirs", "default", "uid-theirs", "n1", "topogang-scheduler"});
+  EXPECT_EQ(foreign.code(), absl::StatusCode::kFailedPrecondition) << foreign;
+  EXPECT_NE(foreign.message().find("default-scheduler"), std::string::npos) << foreign;
+  absl::Status replaced = binder.Bind({"mine", "default", "uid-other", "n1", "topogang-scheduler"});
+  EXPECT_EQ(replaced.code(), absl::StatusCode::kFailedPrecondition) << replaced;
+  EXPECT_NE(replaced.message().find("UID"), std::string::npos) << replaced;
+  absl::Status deleting =
+      binder.Bind({"going", "default", "uid-going", "n1", "topogang-scheduler"});
+  EXPECT_EQ(deleting.code(), absl::StatusCode::kFailedPrecondition) << deleting;
+  EXPECT_TRUE(api.bindings().empty()) << "nothing refused reached the binding subresource";
+
+  EXPECT_TRUE(binder.Bind({"mine", "default", "uid-mine", "n1", "topogang-scheduler"}).ok());
+  EXPECT_EQ(api.GetPod("default", "mine")["spec"]["nodeName"], "n1");
+  EXPECT_TRUE(binder.Bind({"mine", "default", "uid-mine", "n1", "topogang-scheduler"}).ok())
+      << "a retry of a binding that went through";
+  EXPECT_EQ(api.bindings().size(), 1u);
 }
 
 // `topogang drain` is kept on the Node (an annotation), so the next leader, or this one after a
