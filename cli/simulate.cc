@@ -16,6 +16,7 @@
 #include "sim/engine.h"
 #include "sim/generator.h"
 #include "sim/job_classes.h"
+#include "sim/network_model.h"
 #include "sim/policy.h"
 #include "sim/report.h"
 #include "sim/svg.h"
@@ -43,9 +44,12 @@ of its placement (communication model, docs/placement-quality.md).
                           plus restart (default 600)
   --rendezvous-timeout S  'default' policy: seconds a partial gang holds its pods (default 600)
   --snapshot-at S         time of the occupancy picture (default: middle of the arrivals)
-  --comm-model proxy|network  how a placement becomes run time: proxy (default) stretches by
-                          the planner's span bandwidth; network by the all-reduce time on the
-                          placement's links (docs/network-model.md)
+  --comm-model network|proxy  how a placement becomes run time: network (default) by the
+                          all-reduce time on the placement's links (docs/network-model.md);
+                          proxy stretches by the planner's own span bandwidth
+  --estimates trace|exact|none  run-time estimates the policies see (topogang's queue, Slurm's
+                          time limits): the trace's estimate_s (default), every job's true run
+                          time (the upper bound), or none
   --uplink-contention     with --comm-model network: a starting job shares switch uplinks with
                           the jobs running then instead of getting its fully loaded share
   --locality-patience S   topogang only, prototype queue change (default 0 = off): a gang
@@ -61,10 +65,16 @@ of its placement (communication model, docs/placement-quality.md).
 
 Trace generation (docs/traces.md):
   --generate N            generate N jobs sized for --cluster instead of reading --trace
-  --profile mixed|llm     job-size mix (default mixed)
+  --profile mixed|llm|nvl72  job-size mix (default mixed); nvl72: gangs of whole trays, those
+                          that fit an NVLink domain ask for it (required 70 %, preferred 30 %)
   --load X                offered load (default 0.9)
   --max-job-gpus N        largest job (default: a quarter of the cluster)
   --trace-failures X      write @fail rows at X failures per node per day
+  --correlated-failures C share of those failure events that take a whole domain down at once
+                          (default 0)
+  --failure-group TIER    the domain a correlated failure takes down (default: the NVLink tier
+                          if the cluster has one, else the leaf)
+  --estimate-share S      share of jobs that carry a run-time estimate (default 0.5)
   --write-trace FILE      save the generated trace; without --policy, only that is done
 )";
 
@@ -115,6 +125,7 @@ int RunSimulate(int argc, char** argv) {
                          "rendezvous-timeout",
                          "snapshot-at",
                          "comm-model",
+                         "estimates",
                          "locality-patience",
                          "queue-starvation-minutes",
                          "queue-hold-min-gpus",
@@ -126,11 +137,15 @@ int RunSimulate(int argc, char** argv) {
                          "queue-hold-max-shortfall",
                          "queue-hold-timeout-minutes",
                          "queue-hold-when-backfill-blocks",
+                         "queue-order",
                          "generate",
                          "profile",
                          "load",
                          "max-job-gpus",
                          "trace-failures",
+                         "correlated-failures",
+                         "failure-group",
+                         "estimate-share",
                          "write-trace"},
                         {"help", "repair-in-place-always", "uplink-contention"});
   if (!args.ok()) {
@@ -165,14 +180,26 @@ int RunSimulate(int argc, char** argv) {
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
   double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf;
-  sim::CommModel comm_model = sim::CommModel::kProxy;
+  sim::CommModel comm_model = sim::CommModel::kNetwork;
+  sim::Estimates estimates = sim::Estimates::kTrace;
+  if (args->Has("estimates")) {
+    const std::string e = args->Get("estimates");
+    if (e != "trace" && e != "exact" && e != "none") {
+      std::cerr << "topogang simulate: --estimates must be trace, exact or none, got '" << e
+                << "'\n";
+      return 2;
+    }
+    estimates = e == "exact"  ? sim::Estimates::kExact
+                : e == "none" ? sim::Estimates::kNone
+                              : sim::Estimates::kTrace;
+  }
   if (args->Has("comm-model")) {
     const std::string m = args->Get("comm-model");
     if (m != "proxy" && m != "network") {
       std::cerr << "topogang simulate: --comm-model must be proxy or network, got '" << m << "'\n";
       return 2;
     }
-    if (m == "network") comm_model = sim::CommModel::kNetwork;
+    comm_model = m == "network" ? sim::CommModel::kNetwork : sim::CommModel::kProxy;
   }
   int q_order = -1;
   if (args->Has("queue-claim-order")) {
@@ -185,7 +212,7 @@ int RunSimulate(int argc, char** argv) {
     q_order = order == "fewest-gangs";
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
-      trace_failures, gen_n, max_gpus;
+      trace_failures, gen_n, max_gpus, correlated, estimate_share;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
       !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
@@ -204,6 +231,8 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-hold-when-backfill-blocks", -1, -1, 1, &q_bf) ||
       !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
       !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
+      !ParseDouble(*args, "correlated-failures", 0, 0, 1, &correlated) ||
+      !ParseDouble(*args, "estimate-share", 0.5, 0, 1, &estimate_share) ||
       !ParseDouble(*args, "generate", 0, 0, sim::kMaxTraceJobs, &gen_n) ||
       !ParseDouble(*args, "max-job-gpus", 0, 0, 1e7, &max_gpus)) {
     return 2;
@@ -240,8 +269,50 @@ int RunSimulate(int argc, char** argv) {
     g.spine_gpus = spine > 0 ? cluster->MaxDomainGpus(spine) : 0;
     g.failures_per_node_day = trace_failures;
     g.repair_s = repair_h * 3600;
+    g.estimate_share = estimate_share;
+    g.correlated_share = correlated;
     for (int n = 0; n < cluster->num_nodes() && trace_failures > 0; ++n) {
       g.node_names.push_back(cluster->node(n).name);
+    }
+    // The NVLink tier (nvl72 gangs ask for it; correlated failures take a rack down).
+    int nvlink = -1;
+    for (const TierSpec& t : cluster->topology().tiers) {
+      const int l = cluster->LevelByName(t.name);
+      if (l > 0 && nvlink < 0 && sim::IsNvlinkTier(t.name, t.label)) nvlink = l;
+    }
+    if (nvlink > 0) {
+      g.nvlink_tier = cluster->LevelName(nvlink);
+      g.nvlink_gpus = cluster->MaxDomainGpus(nvlink);
+    } else if (g.profile == "nvl72") {
+      std::cerr << "topogang simulate: --profile nvl72 needs a cluster with an NVLink tier\n";
+      return 2;
+    }
+    int group = nvlink > 0 ? nvlink : leaf;
+    if (args->Has("failure-group")) {
+      group = cluster->LevelByName(args->Get("failure-group"));
+      if (group <= 0 || group >= cluster->node_level()) {
+        std::cerr << "topogang simulate: --failure-group: no tier '" << args->Get("failure-group")
+                  << "' above the nodes\n";
+        return 2;
+      }
+    }
+    if (correlated > 0 && trace_failures > 0) {
+      for (int d = cluster->LevelBegin(group); d < cluster->LevelEnd(group); ++d) {
+        std::vector<std::string> nodes;
+        for (int n = cluster->domain(d).node_begin; n < cluster->domain(d).node_end; ++n) {
+          nodes.push_back(cluster->node(n).name);
+        }
+        g.failure_groups.push_back(std::move(nodes));
+      }
+    }
+    if (cluster->num_skus() > 1) {
+      for (int sku = 0; sku < cluster->num_skus(); ++sku) {
+        long gpus = 0;
+        for (int n = 0; n < cluster->num_nodes(); ++n) {
+          if (cluster->node(n).sku == sku) gpus += cluster->node(n).gpus;
+        }
+        g.skus.emplace_back(cluster->SkuName(sku), gpus);
+      }
     }
     auto generated = sim::GenerateTrace(g);
     if (!generated.ok()) {
@@ -267,8 +338,15 @@ int RunSimulate(int argc, char** argv) {
           "--load %.2f%s\n",
           g.jobs, g.profile, seed, load, cluster->name(), cluster->num_gpus(), args->Get("cluster"),
           g.jobs, g.profile, seed, load,
-          trace_failures > 0 ? absl::StrCat(" --trace-failures ", args->Get("trace-failures"))
-                             : std::string());
+          absl::StrCat(
+              trace_failures > 0 ? absl::StrCat(" --trace-failures ", args->Get("trace-failures"))
+                                 : std::string(),
+              correlated > 0
+                  ? absl::StrCat(" --correlated-failures ", args->Get("correlated-failures"))
+                  : std::string(),
+              args->Has("estimate-share")
+                  ? absl::StrCat(" --estimate-share ", args->Get("estimate-share"))
+                  : std::string()));
       if (!WriteFile(args->Get("write-trace"), header + sim::WriteTraceCsv(trace))) return 1;
       if (!args->Has("policy")) return 0;
     }
@@ -285,6 +363,7 @@ int RunSimulate(int argc, char** argv) {
   sim::SimOptions opt;
   opt.seed = seed;
   opt.comm_model = comm_model;
+  opt.estimates = estimates;
   opt.uplink_contention = args->Has("uplink-contention");
   opt.failure_rate_per_node_day = failure_rate;
   opt.repair_s = repair_h * 3600;
@@ -303,6 +382,7 @@ int RunSimulate(int argc, char** argv) {
   opt.queue.hold_max_shortfall = q_short;
   opt.queue.hold_timeout_s = q_timeout < 0 ? -1 : q_timeout * 60;
   opt.queue.hold_when_backfill_blocks = static_cast<int>(q_bf);
+  if (args->Has("queue-order")) opt.queue.order = args->Get("queue-order") == "smallest" ? 1 : 0;
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

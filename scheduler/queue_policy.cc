@@ -174,8 +174,12 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
 
 std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now,
                                              const NodeExclusion& exclude) {
-  std::stable_sort(waiting_.begin(), waiting_.end(), [](const Entry& a, const Entry& b) {
+  const bool smallest = options_.order == QueueOrder::kSmallestFirst;
+  std::stable_sort(waiting_.begin(), waiting_.end(), [&](const Entry& a, const Entry& b) {
     if (a.spec.priority != b.spec.priority) return a.spec.priority > b.spec.priority;
+    if (smallest && a.spec.total_gpus() != b.spec.total_gpus()) {
+      return a.spec.total_gpus() < b.spec.total_gpus();
+    }
     return a.enqueued < b.enqueued;
   });
   std::vector<std::string> started;

@@ -30,7 +30,14 @@ enum class ClaimOrder {
                  // for: with heavy-tailed run times the slowest of many ends late), then most free
 };
 
+// The order gangs of one priority are tried in.
+enum class QueueOrder {
+  kArrival,        // first come, first served (backfill skips what does not fit)
+  kSmallestFirst,  // fewest GPUs first, then arrival
+};
+
 struct QueueOptions {
+  QueueOrder order = QueueOrder::kArrival;
   absl::Duration starvation_threshold = absl::Minutes(10);
   // Only gangs of at least this many GPUs get holds: small ones fit into any gap soon.
   int hold_min_gpus = 64;

@@ -66,9 +66,11 @@ class DefaultPolicy : public Policy {
     for (const auto& [seq, j] : queue_) {
       const GangSpec& s = job(j).gang;
       auto& part = partial_[j];
+      // A gang that names a GPU model carries a nodeSelector for it; one that does not may mix.
+      const int sku = s.sku.empty() ? kAnySku : cluster_.FindSku(s.sku);
       while (static_cast<int>(part.members.size()) < s.members) {
-        if (cluster_.MemberCapacity(0, kAnySku, s.gpus_per_member) == 0) break;
-        int node = PickNode(s.gpus_per_member);
+        if (cluster_.MemberCapacity(0, sku, s.gpus_per_member) == 0) break;
+        int node = PickNode(s.gpus_per_member, sku);
         if (node < 0) break;
         std::vector<MemberPlacement> one;
         TakeMembersOnNode(cluster_, node, s.gpus_per_member, 1, &one);
@@ -153,13 +155,13 @@ class DefaultPolicy : public Policy {
     partial_.erase(it);
   }
 
-  int PickNode(int g) {
+  int PickNode(int g, int sku) {
     const int n = static_cast<int>(order_.size());
     int found = 0, best = -1, best_free = -1, ties = 0, processed = 0;
     for (; processed < n && found < to_find_; ++processed) {
       int node = order_[(start_ + processed) % n];
       int f = cluster_.NodeFreeHealthy(node);
-      if (f < g) continue;
+      if (f < g || (sku != kAnySku && cluster_.node(node).sku != sku)) continue;
       ++found;
       if (f > best_free) {
         best = node, best_free = f, ties = 1;

@@ -36,6 +36,18 @@ struct JobState {
   bool running = false;
 };
 
+// Whether the job fits the domains of level `req` made of nodes of model `sku` alone.
+bool FitsModel(const Cluster& c, const TraceJob& t, int sku, int req) {
+  for (int d = c.LevelBegin(req); d < c.LevelEnd(req); ++d) {
+    long members = 0;
+    for (int n = c.domain(d).node_begin; n < c.domain(d).node_end; ++n) {
+      if (c.node(n).sku == sku) members += c.node(n).gpus / t.gpus_per_member;
+    }
+    if (members >= t.members) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace,
@@ -53,6 +65,21 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     j.gang.gpus_per_member = t.gpus_per_member;
     j.gang.required_tier = t.required_tier;
     j.gang.preferred_tier = t.preferred_tier;
+    j.gang.sku = t.sku;
+    j.gang.priority = t.priority;
+    const double estimate = opt.estimates == Estimates::kExact  ? t.duration_s
+                            : opt.estimates == Estimates::kNone ? 0
+                                                                : t.estimate_s;
+    j.gang.runtime_estimate = absl::Seconds(estimate);
+    if (!t.sku.empty() && cluster.FindSku(t.sku) < 0) {
+      std::string known;
+      for (int s = 0; s < cluster.num_skus(); ++s) {
+        absl::StrAppend(&known, s ? ", " : "", cluster.SkuName(s));
+      }
+      return absl::InvalidArgumentError(absl::StrCat("line ", t.line, ": job ", t.id,
+                                                     ": unknown GPU model '", t.sku,
+                                                     "' for this cluster (models: ", known, ")"));
+    }
     for (const std::string* tier : {&t.required_tier, &t.preferred_tier}) {
       if (!tier->empty() && cluster.LevelByName(*tier) <= 0) {
         std::string known;
@@ -66,7 +93,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
     const int req = t.required_tier.empty() ? 0 : cluster.LevelByName(t.required_tier);
     if (t.gpus_per_member > cluster.max_gpus_per_node() ||
-        t.total_gpus() > cluster.MaxDomainGpus(req)) {
+        t.total_gpus() > cluster.MaxDomainGpus(req) ||
+        (!t.sku.empty() && !FitsModel(cluster, t, cluster.FindSku(t.sku), req))) {
       schedulable[i] = 0;  // can never fit on this cluster, even empty
     }
     jobs.push_back(std::move(j));
@@ -76,7 +104,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   constexpr double kBytes = 1e9;  // the ratio to the ideal time does not depend on the size
   std::vector<double> ideal(jobs.size());       // bandwidth, Gb/s per GPU
   std::vector<double> ideal_time(jobs.size());  // network: all-reduce seconds, compact placement
-  std::map<std::pair<int, int>, CollectiveCost> compact;  // by shape
+  std::map<std::tuple<int, int, int>, CollectiveCost> compact;  // by shape and GPU model
   const bool contention = network && opt.uplink_contention;
   UplinkLoad running_uplinks;  // contention: GPUs of running jobs per domain
   std::vector<UplinkLoad> job_uplinks(jobs.size());
@@ -86,9 +114,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       ideal[i] = IdealBandwidthGbps(cluster, g.members, g.gpus_per_member);
       continue;
     }
-    auto [it, added] = compact.try_emplace({g.members, g.gpus_per_member});
+    const int sku = g.sku.empty() ? kAnySku : cluster.FindSku(g.sku);
+    auto [it, added] = compact.try_emplace({g.members, g.gpus_per_member, sku});
     if (added) {
-      it->second = net.AllReduce(net.CompactPlacement(g.members, g.gpus_per_member), kBytes);
+      it->second = net.AllReduce(net.CompactPlacement(g.members, g.gpus_per_member, sku), kBytes);
     }
     ideal[i] = it->second.busbw_gbytes_s * 8;
     ideal_time[i] = it->second.seconds;
@@ -311,7 +340,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
   }
   Summary& s = res.summary;
-  SummarizeJobs(cluster, res.jobs, &s);
+  SummarizeJobs(cluster, res.jobs, now, &s);
   s.makespan = now;
   const double capacity = static_cast<double>(cluster.num_gpus()) * window;
   s.utilization = window > 0 ? busy_gpu_s / capacity : 0;

@@ -19,9 +19,17 @@ namespace topogang::sim {
 // (sim/network_model.h), independent of what the planner optimises.
 enum class CommModel { kProxy, kNetwork };
 
+// What the policies are told about run times (GangSpec::runtime_estimate, Slurm's time limits).
+enum class Estimates {
+  kTrace,  // the trace's estimate_s where given (users' estimates), nothing elsewhere
+  kExact,  // every job's true run time on its ideal placement: the upper bound for backfill
+  kNone,   // none at all
+};
+
 struct SimOptions {
   uint64_t seed = 1;
-  CommModel comm_model = CommModel::kProxy;
+  CommModel comm_model = CommModel::kNetwork;
+  Estimates estimates = Estimates::kTrace;
   // `network` only: a job starting shares switch uplinks with the jobs running then, in
   // proportion to their GPUs under each switch (fixed for the run), instead of each GPU getting
   // its fully loaded share. Idle fabrics get faster, busy ones no slower than fully loaded.

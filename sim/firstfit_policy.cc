@@ -27,12 +27,13 @@ class FirstFitPolicy : public ClusterGangPolicy {
   std::string name() const override { return "gang-firstfit"; }
 
  protected:
-  std::optional<std::vector<MemberPlacement>> Place(int j) override {
+  std::optional<std::vector<MemberPlacement>> PlaceSku(int j, int sku) override {
     const GangSpec& s = job(j).gang;
-    if (cluster_.MemberCapacity(0, kAnySku, s.gpus_per_member) < s.members) return std::nullopt;
+    if (cluster_.MemberCapacity(0, sku, s.gpus_per_member) < s.members) return std::nullopt;
     std::vector<std::pair<int, int>> picks;
     int rem = s.members;
     for (int n : order_) {
+      if (sku != kAnySku && cluster_.node(n).sku != sku) continue;
       int k = std::min(rem, cluster_.NodeFreeHealthy(n) / s.gpus_per_member);
       if (k <= 0) continue;
       picks.emplace_back(n, k);

@@ -24,7 +24,8 @@ double Percentile(std::vector<double> v, double p) {
   return v[rank - 1];
 }
 
-void SummarizeJobs(const Cluster& c, const std::vector<JobResult>& jobs, Summary* s) {
+void SummarizeJobs(const Cluster& c, const std::vector<JobResult>& jobs, double run_end,
+                   Summary* s) {
   const int leaf = LeafLevel(c), spine = SpineLevel(c);
   const long leaf_gpus = c.MaxDomainGpus(leaf), spine_gpus = c.MaxDomainGpus(spine);
   std::vector<double> waits, jcts;
@@ -33,6 +34,7 @@ void SummarizeJobs(const Cluster& c, const std::vector<JobResult>& jobs, Summary
   s->jobs = 0;
   s->unschedulable = 0;
   s->completed = 0;
+  s->unfinished = 0;
   s->max_wait_256 = 0;
   s->never_started_256 = 0;
   s->restarts = 0;
@@ -43,13 +45,19 @@ void SummarizeJobs(const Cluster& c, const std::vector<JobResult>& jobs, Summary
     }
     ++s->jobs;
     s->restarts += j.restarts;
-    if (j.start < 0) {
-      if (j.gpus >= 256) ++s->never_started_256;
+    if (j.start < 0 || j.end < 0) {
+      // Never finished: it counts until the end of the run.
+      ++s->unfinished;
+      if (j.start < 0 && j.gpus >= 256) ++s->never_started_256;
+      waits.push_back(std::max(0.0, (j.start < 0 ? run_end : j.start) - j.arrival));
+      jcts.push_back(std::max(0.0, run_end - j.arrival));
+      if (j.start >= 0 && j.gpus >= 256) {
+        s->max_wait_256 = std::max(s->max_wait_256, j.start - j.arrival);
+      }
       continue;
     }
     const double wait = j.start - j.arrival;
     if (j.gpus >= 256) s->max_wait_256 = std::max(s->max_wait_256, wait);
-    if (j.end < 0) continue;
     ++s->completed;
     waits.push_back(wait);
     jcts.push_back(j.end - j.arrival);

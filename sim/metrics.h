@@ -26,6 +26,7 @@ struct JobResult {
 
 struct Summary {
   int jobs = 0, completed = 0, unschedulable = 0;
+  int unfinished = 0;  // schedulable jobs that had not finished when the run ended
   double mean_wait = 0, p95_wait = 0;
   double mean_jct = 0, p95_jct = 0;
   double utilization = 0;  // GPU-time of running jobs / capacity, over the arrival window
@@ -40,7 +41,7 @@ struct Summary {
   double partial_gpu_hours = 0;
   double frag_gpus = 0;     // time-averaged free GPUs unusable by a 64-GPU gang
   double frag_share = 0;    // ... as a share of free GPUs
-  double max_wait_256 = 0;  // longest wait of a gang of >= 256 GPUs
+  double max_wait_256 = 0;  // longest wait of a gang of >= 256 GPUs that started
   int never_started_256 = 0;
   double makespan = 0;
   int restarts = 0;
@@ -60,8 +61,11 @@ struct PolicyResult {
 int LeafLevel(const Cluster& c);
 int SpineLevel(const Cluster& c);
 
-// Fills the job-derived fields of `s` (waits, JCTs, locality, bandwidth, 256+ waits).
-void SummarizeJobs(const Cluster& c, const std::vector<JobResult>& jobs, Summary* s);
+// Fills the job-derived fields of `s` (waits, JCTs, locality, bandwidth, 256+ waits). A job that
+// never finished counts as finishing at `run_end` (and one that never started as starting
+// there) in the waits and JCTs: leaving it out would reward a policy for starving it.
+void SummarizeJobs(const Cluster& c, const std::vector<JobResult>& jobs, double run_end,
+                   Summary* s);
 
 // Free healthy GPUs that no 64-GPU gang (8 members x 8 GPUs, or 64/g members of the largest
 // node size g <= 8) could use: free minus 64 x the number of such gangs that fit within leaves.

@@ -226,11 +226,12 @@ CollectiveCost NetworkModel::AllReduce(std::span<const MemberPlacement> members,
   return hier.seconds < ring.seconds ? hier : ring;
 }
 
-std::vector<MemberPlacement> NetworkModel::CompactPlacement(int members,
-                                                            int gpus_per_member) const {
+std::vector<MemberPlacement> NetworkModel::CompactPlacement(int members, int gpus_per_member,
+                                                            int only_sku) const {
   std::vector<MemberPlacement> best;
   double best_s = kInf;
   for (int sku = 0; sku < c_.num_skus(); ++sku) {
+    if (only_sku != kAnySku && sku != only_sku) continue;
     std::vector<MemberPlacement> p;
     for (int node = 0; node < c_.num_nodes() && static_cast<int>(p.size()) < members; ++node) {
       const NodeInfo& info = c_.node(node);

@@ -78,8 +78,10 @@ class NetworkModel {
   UplinkLoad RingUplinkUse(std::span<const MemberPlacement> members) const;
 
   // The most compact placement of the shape on an empty cluster: members packed in node order
-  // on one GPU model, so it fills nodes, then NVLink domains, then leaves. Empty if none holds it.
-  std::vector<MemberPlacement> CompactPlacement(int members, int gpus_per_member) const;
+  // on one GPU model (`sku`, or the fastest model that holds it), so it fills nodes, then NVLink
+  // domains, then leaves. Empty if none holds it.
+  std::vector<MemberPlacement> CompactPlacement(int members, int gpus_per_member,
+                                                int sku = kAnySku) const;
 
  private:
   struct Ring;

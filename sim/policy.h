@@ -37,6 +37,7 @@ struct QueueOverrides {
   double hold_max_shortfall = -1;
   double hold_timeout_s = -1;
   int hold_when_backfill_blocks = -1;  // 0/1
+  int order = -1;                      // QueueOrder
 };
 
 struct PolicyContext {

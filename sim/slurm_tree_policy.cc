@@ -15,8 +15,28 @@
 // tier: the top switch becomes the tightest switch of that tier that fits.
 // Queue: FIFO by submit time with the backfill scheduler (sched/backfill, the default): the
 // first job that cannot start gets a reservation, later jobs start if they do not delay it.
+// Tasks are ranked in node order (an allocation is a node bitmap; block distribution).
+//
+// `slurm-tree` is the idealised version: the trace's tiers as they are, a required tier held
+// forever, backfill on every event over the whole queue with exact run times. `slurm-tree-best`
+// is Slurm as its users and admins run it:
+//  - a gang that fits one node is submitted with `-N1` (all its tasks on one node: the tightest
+//    leaf switch with such a node, its first such node);
+//  - larger gangs with `--ntasks-per-node` = GPUs per node / GPUs per task: whole nodes only;
+//  - a required tier is `--switches=1@T`, which Slurm waits for at most `max_switch_wait`
+//    (default 300 s; slurm.conf.5), then places the job anywhere;
+//  - the backfill scheduler's defaults: a pass every bf_interval = 30 s (between passes the main
+//    scheduler starts jobs in strict order until the first that cannot start), bf_window = 1 day,
+//    bf_max_job_test = 500 (`src/plugins/sched/backfill/backfill.c`), planning with the users'
+//    time limits (the trace's estimate; without one the partition's MaxTime, 7 days) instead of
+//    real run times. Users over-estimate by large factors (Mu'alem & Feitelson, IEEE TPDS 12(6),
+//    2001; Tsafrir, Etsion & Feitelson, JSSPP 2005), which the generator's estimates reproduce
+//    (sim/generator.h); `--estimates exact` gives Slurm exact limits, its upper bound.
+// Slurm reserves resources for every job its backfill pass tests (up to bf_max_job_test); this
+// model reserves for the first blocked job only (EASY), which lets more jobs backfill.
 #include <algorithm>
 
+#include "sim/network_model.h"
 #include "sim/policies.h"
 
 namespace topogang::sim {
@@ -24,34 +44,57 @@ namespace {
 
 class SlurmTreePolicy : public ClusterGangPolicy {
  public:
-  SlurmTreePolicy(const Cluster& c, PolicyContext ctx)
-      : ClusterGangPolicy(c, std::move(ctx), Queueing::kBackfill), taken_(c.num_domains(), 0) {}
-  std::string name() const override { return "slurm-tree"; }
+  SlurmTreePolicy(const Cluster& c, PolicyContext ctx, bool best)
+      : ClusterGangPolicy(c, std::move(ctx), Queueing::kBackfill, Params(best)),
+        best_(best),
+        taken_(c.num_domains(), 0) {}
+  std::string name() const override { return best_ ? "slurm-tree-best" : "slurm-tree"; }
+
+  static constexpr double kMaxSwitchWaitS = 300;  // SchedulerParameters=max_switch_wait default
+  static BackfillParams Params(bool best) {
+    BackfillParams p;
+    if (!best) return p;
+    p.interval_s = 30;       // bf_interval
+    p.window_s = 1440 * 60;  // bf_window (minutes)
+    p.max_job_test = 500;    // bf_max_job_test (DEF_BF_MAX_JOB_TEST)
+    p.use_time_limits = true;
+    return p;
+  }
 
  protected:
-  std::optional<std::vector<MemberPlacement>> Place(int j) override {
+  std::optional<std::vector<MemberPlacement>> PlaceSku(int j, int sku) override {
     const GangSpec& s = job(j).gang;
     const Cluster& c = cluster_;
     const int g = s.gpus_per_member, n = s.members;
     const int leaf_level = std::max(1, c.node_level() - 1);
     if (c.node_level() < 2) return std::nullopt;  // no switches configured
+    if (best_ && s.total_gpus() <= c.max_gpus_per_node()) return OneNode(j, sku);
+    // --ntasks-per-node: whole nodes of `per_node` tasks (best) or any free GPUs (as annotated).
+    per_node_ = best_ ? std::max(1, c.max_gpus_per_node() / g) : 0;
+    if (per_node_ > 0 && n % per_node_ != 0) per_node_ = 0;
+    sku_ = sku;
+    g_ = g;
     int top = 0;
-    if (!s.required_tier.empty()) {
+    // A leaf/spine requirement is --switches=1@T (given up after max_switch_wait); an NVLink
+    // domain requirement is topology/block's --segment, which is never given up.
+    const bool switch_wait_over = best_ && !IsNvlinkLevel(c.LevelByName(s.required_tier)) &&
+                                  now() - FirstEnqueued(j) >= kMaxSwitchWaitS;
+    if (!s.required_tier.empty() && !switch_wait_over) {
       const int req = std::max(1, c.LevelByName(s.required_tier));
       top = -1;
       for (int d = c.LevelBegin(req); d < c.LevelEnd(req); ++d) {
-        int k = c.MemberCapacity(d, kAnySku, g);
-        if (k >= n && (top < 0 || k < c.MemberCapacity(top, kAnySku, g))) top = d;
+        int k = Cap(d);
+        if (k >= n && (top < 0 || k < Cap(top))) top = d;
       }
       if (top < 0) return std::nullopt;
     }
-    if (c.MemberCapacity(top, kAnySku, g) < n) return std::nullopt;
+    if (Cap(top) < n) return std::nullopt;
     if (c.domain(top).level >= leaf_level) {
       // Required within one leaf switch (or one node): its free nodes in order.
       std::vector<std::pair<int, int>> picks;
       int rem = n;
       for (int node = c.domain(top).node_begin; node < c.domain(top).node_end && rem > 0; ++node) {
-        int k = std::min(rem, c.NodeFreeHealthy(node) / g);
+        int k = std::min(rem, NodeMembers(node));
         if (k > 0) picks.emplace_back(node, k), rem -= k;
       }
       return Materialize(c, picks, g);
@@ -68,7 +111,7 @@ class SlurmTreePolicy : public ClusterGangPolicy {
     std::vector<long> dist(leaves.size(), 0);
     std::vector<char> used(leaves.size(), 0);
     touched_.clear();
-    auto cnt = [&](int d) { return c.MemberCapacity(d, kAnySku, g) - taken_[d]; };
+    auto cnt = [&](int d) { return Cap(d) - taken_[d]; };
     std::vector<std::pair<int, int>> picks;
     int rem = n;
     while (rem > 0) {
@@ -91,7 +134,7 @@ class SlurmTreePolicy : public ClusterGangPolicy {
       for (size_t i = 0; i < leaves.size(); ++i) dist[i] += Hops(leaf, leaves[i]);
       const Domain& ld = c.domain(leaf);
       for (int node = ld.node_begin; node < ld.node_end && rem > 0; ++node) {
-        int k = std::min(rem, c.NodeFreeHealthy(node) / g);
+        int k = std::min(rem, NodeMembers(node));
         if (k <= 0) continue;
         picks.emplace_back(node, k);
         rem -= k;
@@ -103,10 +146,61 @@ class SlurmTreePolicy : public ClusterGangPolicy {
     }
     for (int d : touched_) taken_[d] = 0;
     if (rem > 0) return std::nullopt;
+    std::sort(picks.begin(), picks.end());  // ranks in node order
     return Materialize(c, picks, g);
   }
 
  private:
+  // Members of the job being placed that fit domain d (whole nodes of per_node_ with
+  // --ntasks-per-node), and on one node.
+  int Cap(int d) const {
+    if (per_node_ == 0) return cluster_.MemberCapacity(d, sku_, g_);
+    int nodes = 0;
+    for (int k = per_node_ * g_; k <= cluster_.max_gpus_per_node(); ++k) {
+      nodes += cluster_.NodesWithFree(d, sku_, k);
+    }
+    return nodes * per_node_;
+  }
+  bool IsNvlinkLevel(int level) const {
+    for (const TierSpec& t : cluster_.topology().tiers) {
+      if (level > 0 && t.name == cluster_.LevelName(level)) return IsNvlinkTier(t.name, t.label);
+    }
+    return false;
+  }
+  int NodeMembers(int node) const {
+    const Cluster& c = cluster_;
+    if (sku_ != kAnySku && c.node(node).sku != sku_) return 0;
+    const int k = c.NodeFreeHealthy(node) / g_;
+    if (per_node_ == 0) return k;
+    return k >= per_node_ ? per_node_ : 0;
+  }
+
+  // -N1: the leaf switch with a node that holds the whole gang and the fewest such members
+  // free (best fit, as _eval_nodes_topo picks leaves), then its first such node.
+  std::optional<std::vector<MemberPlacement>> OneNode(int j, int sku) {
+    const GangSpec& s = job(j).gang;
+    const Cluster& c = cluster_;
+    const int need = static_cast<int>(s.total_gpus());
+    const int leaf_level = std::max(1, c.node_level() - 1);
+    int best_leaf = -1, best_cap = 0;
+    for (int d = c.LevelBegin(leaf_level); d < c.LevelEnd(leaf_level); ++d) {
+      bool holds = false;
+      for (int k = need; k <= c.max_gpus_per_node() && !holds; ++k) {
+        holds = c.NodesWithFree(d, sku, k) > 0;
+      }
+      if (!holds) continue;
+      const int cap = c.MemberCapacity(d, sku, s.gpus_per_member);
+      if (best_leaf < 0 || cap < best_cap) best_leaf = d, best_cap = cap;
+    }
+    if (best_leaf < 0) return std::nullopt;
+    const Domain& ld = c.domain(best_leaf);
+    for (int node = ld.node_begin; node < ld.node_end; ++node) {
+      if ((sku != kAnySku && c.node(node).sku != sku) || c.NodeFreeHealthy(node) < need) continue;
+      return Materialize(c, {{node, s.members}}, s.gpus_per_member);
+    }
+    return std::nullopt;
+  }
+
   // Hop distance between two leaf switches: up to their lowest common switch and down again.
   int Hops(int a, int b) const {
     int h = 0;
@@ -141,14 +235,17 @@ class SlurmTreePolicy : public ClusterGangPolicy {
     return 0;
   }
 
+  bool best_;
+  // The job being placed: GPU model, GPUs per task, tasks per node (0: any).
+  int sku_ = kAnySku, g_ = 1, per_node_ = 0;
   std::vector<int> taken_;  // members taken per domain during one Place
   std::vector<int> touched_;
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> MakeSlurmTreePolicy(const Cluster& c, PolicyContext ctx) {
-  return std::make_unique<SlurmTreePolicy>(c, std::move(ctx));
+std::unique_ptr<Policy> MakeSlurmTreePolicy(const Cluster& c, PolicyContext ctx, bool best) {
+  return std::make_unique<SlurmTreePolicy>(c, std::move(ctx), best);
 }
 
 }  // namespace topogang::sim

@@ -51,6 +51,7 @@ class TopogangPolicy : public Policy {
     if (ctx.queue.hold_when_backfill_blocks >= 0) {
       o.hold_when_backfill_blocks = ctx.queue.hold_when_backfill_blocks;
     }
+    if (ctx.queue.order >= 0) o.order = static_cast<QueueOrder>(ctx.queue.order);
     if (ctx.queue.hold_timeout_s >= 0) o.hold_timeout = absl::Seconds(ctx.queue.hold_timeout_s);
     return o;
   }

@@ -22,7 +22,8 @@ constexpr double kMaxSeconds = 1e9;  // ~31 years: anything beyond is a unit mis
 const std::vector<std::string>& KnownColumns() {
   static const auto* cols = new std::vector<std::string>{
       "id",         "arrival_s",     "members",       "gpus_per_member",
-      "duration_s", "comm_fraction", "required_tier", "preferred_tier"};
+      "duration_s", "comm_fraction", "required_tier", "preferred_tier",
+      "sku",        "estimate_s",    "priority"};
   return *cols;
 }
 
@@ -176,6 +177,22 @@ absl::StatusOr<Trace> ParseTraceCsv(absl::string_view text, absl::string_view so
       if (!s.empty() && !ValidName(s)) return err(absl::StrCat(c, ": invalid tier name '", s, "'"));
       (std::string(c) == "required_tier" ? j.required_tier : j.preferred_tier) = std::string(s);
     }
+    if (col.count("sku") && !f[col["sku"]].empty()) {
+      if (!ValidName(f[col["sku"]])) {
+        return err(absl::StrCat("sku: invalid GPU model name '", f[col["sku"]], "'"));
+      }
+      j.sku = std::string(f[col["sku"]]);
+    }
+    if (col.count("estimate_s") && !f[col["estimate_s"]].empty()) {
+      auto e = ParseSeconds(f[col["estimate_s"]], "estimate_s", 0, true, err);
+      if (!e.ok()) return e.status();
+      j.estimate_s = *e;
+    }
+    if (col.count("priority") && !f[col["priority"]].empty()) {
+      auto p = ParseInt(f[col["priority"]], "priority", -1000000000, 1000000000, err);
+      if (!p.ok()) return p.status();
+      j.priority = *p;
+    }
     trace.jobs.push_back(std::move(j));
   }
   if (col.empty()) {
@@ -193,8 +210,9 @@ std::string WriteTraceCsv(const Trace& trace) {
   for (const TraceJob& j : trace.jobs) {
     absl::StrAppend(&out, j.id, ",", FormatNumber(j.arrival_s), ",", j.members, ",",
                     j.gpus_per_member, ",", FormatNumber(j.duration_s), ",",
-                    FormatNumber(j.comm_fraction), ",", j.required_tier, ",", j.preferred_tier,
-                    "\n");
+                    FormatNumber(j.comm_fraction), ",", j.required_tier, ",", j.preferred_tier, ",",
+                    j.sku, ",", j.estimate_s > 0 ? FormatNumber(j.estimate_s) : "", ",",
+                    j.priority != 0 ? absl::StrCat(j.priority) : "", "\n");
   }
   for (const NodeEvent& e : trace.events) {
     absl::StrAppend(&out, e.kind == NodeEvent::Kind::kFail ? "@fail," : "@drain,",

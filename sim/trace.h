@@ -22,7 +22,10 @@ struct TraceJob {
   double comm_fraction = kDefaultCommFraction;
   std::string required_tier;
   std::string preferred_tier;
-  int line = 0;  // source line, for error messages
+  std::string sku;        // GPU model all members must share; "" = any one model
+  double estimate_s = 0;  // the user's run-time estimate (time limit); 0 = none given
+  int priority = 0;       // pod priority (higher first)
+  int line = 0;           // source line, for error messages
 
   long total_gpus() const { return static_cast<long>(members) * gpus_per_member; }
 };

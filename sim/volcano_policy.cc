@@ -14,6 +14,14 @@
 // Inside a chosen hypernode tasks are placed the same way as in soft mode. The job starts only
 // when every task is placed (gang plugin / JobReady), else the statement is discarded.
 // Queue: the allocate action walks jobs in queue order and skips a job that does not fit.
+//
+// `volcano-hypernode` picks the node inside a hypernode by least requested (most free GPUs), the
+// default nodeorder plugin alone. `volcano-hypernode-best` sums the enabled plugins' node scores
+// as the scheduler does (`pkg/scheduler/framework/session_plugins.go` NodeOrderFn), with the
+// binpack plugin configured for GPUs as Volcano's GPU guides do (`binpack.resources:
+// nvidia.com/gpu`, `pkg/scheduler/plugins/binpack/binpack.go`: score = weight x (used +
+// requested) / allocatable). The GPU term decides, so a task goes to the fullest node that still
+// fits it (ties: name order) and the tasks of a small gang land on one node.
 #include <algorithm>
 #include <cmath>
 
@@ -26,16 +34,21 @@ constexpr double kFading = 0.8;
 
 class VolcanoPolicy : public ClusterGangPolicy {
  public:
-  VolcanoPolicy(const Cluster& c, PolicyContext ctx)
-      : ClusterGangPolicy(c, std::move(ctx), Queueing::kSkipBlocked), taken_(c.num_domains(), 0) {}
-  std::string name() const override { return "volcano-hypernode"; }
+  VolcanoPolicy(const Cluster& c, PolicyContext ctx, bool best)
+      : ClusterGangPolicy(c, std::move(ctx), Queueing::kSkipBlocked),
+        best_(best),
+        taken_(c.num_domains(), 0) {}
+  std::string name() const override {
+    return best_ ? "volcano-hypernode-best" : "volcano-hypernode";
+  }
 
  protected:
-  std::optional<std::vector<MemberPlacement>> Place(int j) override {
+  std::optional<std::vector<MemberPlacement>> PlaceSku(int j, int sku) override {
     const GangSpec& s = job(j).gang;
     const Cluster& c = cluster_;
     const int g = s.gpus_per_member, n = s.members;
-    if (c.MemberCapacity(0, kAnySku, g) < n) return std::nullopt;
+    sku_ = sku;
+    if (c.MemberCapacity(0, sku, g) < n) return std::nullopt;
     std::optional<std::vector<MemberPlacement>> out;
     if (!s.required_tier.empty()) {
       const int req = std::max(1, c.LevelByName(s.required_tier));
@@ -45,7 +58,7 @@ class VolcanoPolicy : public ClusterGangPolicy {
         int best = -1;
         double best_score = -1;
         for (int d = c.LevelBegin(level); d < c.LevelEnd(level); ++d) {
-          if (c.MemberCapacity(d, kAnySku, g) < n) continue;
+          if (c.MemberCapacity(d, sku, g) < n) continue;
           const double total = c.domain(d).gpu_end - c.domain(d).gpu_begin;
           const double score = (total - c.FreeHealthy(d) + static_cast<double>(n) * g) / total;
           if (score > best_score) best = d, best_score = score;
@@ -58,18 +71,21 @@ class VolcanoPolicy : public ClusterGangPolicy {
   }
 
  private:
-  int Cap(int d, int g) const { return cluster_.MemberCapacity(d, kAnySku, g); }
+  int Cap(int d, int g) const { return cluster_.MemberCapacity(d, sku_, g); }
   int FreeAt(int node) const {
+    if (sku_ != kAnySku && cluster_.node(node).sku != sku_) return 0;
     return cluster_.NodeFreeHealthy(node) - taken_[cluster_.NodeDomain(node)];
   }
 
-  // Most free node (least requested) with room for one task in domain d, or -1.
+  // The node with room for one task in domain d that scores highest, or -1: most free GPUs
+  // (least requested), or with the GPU binpack plugin (best) the fewest free GPUs that fit.
   int MostFree(int d, int g) const {
     int best = -1, best_free = -1;
     const Domain& dom = cluster_.domain(d);
     for (int node = dom.node_begin; node < dom.node_end; ++node) {
       int f = FreeAt(node);
-      if (f >= g && f > best_free) best = node, best_free = f;
+      if (f < g) continue;
+      if (best < 0 || (best_ ? f < best_free : f > best_free)) best = node, best_free = f;
     }
     return best;
   }
@@ -135,14 +151,16 @@ class VolcanoPolicy : public ClusterGangPolicy {
     return Materialize(c, picks, g);
   }
 
+  bool best_;
+  int sku_ = kAnySku;       // GPU model of the job being placed
   std::vector<int> taken_;  // GPUs tentatively taken per domain during one placement
   std::vector<int> touched_;
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> MakeVolcanoPolicy(const Cluster& c, PolicyContext ctx) {
-  return std::make_unique<VolcanoPolicy>(c, std::move(ctx));
+std::unique_ptr<Policy> MakeVolcanoPolicy(const Cluster& c, PolicyContext ctx, bool best) {
+  return std::make_unique<VolcanoPolicy>(c, std::move(ctx), best);
 }
 
 }  // namespace topogang::sim

@@ -42,7 +42,9 @@ TEST(Engine, MetricsOfAHandComputedTrace) {
       "a,0,1,8,100,0,,\n"
       "b,0,4,8,50,0,,\n"
       "c,10,1,8,100,0,,\n");
-  auto r = Simulate(Mini(), t, "topogang", SimOptions{});
+  SimOptions proxy;  // bandwidths below are the proxy's tier figures
+  proxy.comm_model = CommModel::kProxy;
+  auto r = Simulate(Mini(), t, "topogang", proxy);
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& j = r->jobs;
   EXPECT_DOUBLE_EQ(j[0].start, 0);
@@ -130,7 +132,8 @@ TEST(Engine, FailuresKillBaselinesAndRepairTopogangInPlace) {
   Cluster c = testing::MakeCluster(1, 1, 3, 2, 8);  // 3 leaves: one spare for repairs
   t.events[0].node = c.node(0).name;
   SimOptions opt;
-  opt.restart_cost_s = 20;  // of the 50 s done at the failure, 30 s survive
+  opt.comm_model = CommModel::kProxy;  // bandwidths below are the proxy's tier figures
+  opt.restart_cost_s = 20;             // of the 50 s done at the failure, 30 s survive
   auto base = Simulate(c, t, "kueue-tas", opt);
   ASSERT_TRUE(base.ok()) << base.status();
   auto ours = Simulate(c, t, "topogang", opt);

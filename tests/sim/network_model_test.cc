@@ -237,9 +237,15 @@ TEST(NetworkModelEngine, DurationsFollowTheNetworkModel) {
   EXPECT_NEAR(r->jobs[1].end, 1 + 700.0 / 3, 1e-9);
   EXPECT_DOUBLE_EQ(r->jobs[1].ideal_bandwidth, 450 * 8);
   // The proxy prices y's split at 400 Gb/s against 7,200 on one node: 0.5 + 0.5 * 18 = 9.5.
-  auto p = Simulate(c, *t, "topogang", SimOptions{});
+  SimOptions proxy;
+  proxy.comm_model = CommModel::kProxy;
+  auto p = Simulate(c, *t, "topogang", proxy);
   ASSERT_TRUE(p.ok());
   EXPECT_DOUBLE_EQ(p->jobs[1].stretch, 9.5);
+  // The network model is the default.
+  auto d = Simulate(c, *t, "topogang", SimOptions{});
+  ASSERT_TRUE(d.ok());
+  EXPECT_NEAR(d->jobs[1].stretch, 7.0 / 3, 1e-12);
 }
 
 TEST(NetworkModelEngine, SameSeedSameResults) {
