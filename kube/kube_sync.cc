@@ -157,15 +157,16 @@ void KubeSync::RebuildLocked() {
   TopologyConfig topology = topology_;
   if (topology_.detect) {
     // No tiers configured: read them from the label family the GPU nodes carry. Fixed once a
-    // family is found, so nodes joining later never reshape the tiers under running gangs;
-    // until then (no GPU nodes yet, or none labelled yet) every rebuild looks again.
+    // network family is found, so nodes joining later never reshape the tiers under running
+    // gangs; until then (no GPU nodes yet, none labelled yet, or only NVLink cliques, which the
+    // GPU operator labels before Topograph labels the network) every rebuild looks again.
     TopologyDetection d = DetectTopology(spec.nodes, topology_);
-    if (!d.family.empty() || (d.gpu_nodes > 0 && !detection_logged_)) {
+    if (d.gpu_nodes > 0 && d.summary != detection_logged_) {
       std::cerr << "topogangd: " << d.summary << std::endl;
       for (const std::string& r : d.reports) std::cerr << "topogangd: " << r << std::endl;
-      detection_logged_ = true;
+      detection_logged_ = d.summary;
     }
-    if (!d.family.empty()) topology_ = d.topology;
+    if (!d.family.empty() && d.family != "gpu-clique") topology_ = d.topology;
     topology = std::move(d.topology);
   }
   std::vector<std::string> warnings;

@@ -83,7 +83,7 @@ class KubeSync {
   DaemonState& state_;
   // With `detect` (no tiers configured) until the GPU nodes' label family is known.
   TopologyConfig topology_;
-  bool detection_logged_ = false;  // the undecided case is logged once, not every rebuild
+  std::string detection_logged_;  // the last summary logged: one line per change, not rebuild
   void ApplyDrainLocked(const KubeNode& n);
   std::map<std::string, std::string> drains_applied_;  // node -> "1"+reason last applied
   // True when a label the tiers are built from differs (other labels never rebuild the model).

@@ -72,13 +72,16 @@ absl::StatusOr<Cluster> Cluster::Build(const ClusterSpec& spec, const TopologyCo
 
   // Levels and their bandwidths.
   c.level_names_.push_back("cluster");
+  c.level_aliases_.emplace_back();
   std::vector<double> eff;
   eff.push_back(topology.cluster_bandwidth_gbps / topology.cluster_oversubscription);
   for (const TierSpec* t : tiers) {
     c.level_names_.push_back(t->name);
+    c.level_aliases_.push_back(t->aliases);
     eff.push_back(t->bandwidth_gbps / t->oversubscription);
   }
   c.level_names_.push_back("node");
+  c.level_aliases_.emplace_back();
   eff.push_back(topology.node_bandwidth_gbps);
   c.span_bandwidth_.assign(eff.size(), 0);
   double running = eff.back();
@@ -184,6 +187,11 @@ absl::StatusOr<Cluster> Cluster::Build(const ClusterSpec& spec, const TopologyCo
 int Cluster::LevelByName(absl::string_view name) const {
   for (int l = 0; l < num_levels(); ++l) {
     if (level_names_[l] == name) return l;
+  }
+  for (int l = 0; l < num_levels(); ++l) {
+    for (const std::string& a : level_aliases_[l]) {
+      if (a == name) return l;
+    }
   }
   return -1;
 }

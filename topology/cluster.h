@@ -52,7 +52,8 @@ class Cluster {
   int num_levels() const { return static_cast<int>(level_names_.size()); }
   int node_level() const { return num_levels() - 1; }
   const std::string& LevelName(int level) const { return level_names_[level]; }
-  int LevelByName(absl::string_view name) const;  // -1 when unknown
+  // -1 when unknown. A tier's aliases (TierSpec::aliases) resolve too, after the names.
+  int LevelByName(absl::string_view name) const;
   const std::vector<std::string>& level_names() const { return level_names_; }
   // Estimated all-reduce bus bandwidth per GPU (Gb/s) for a placement whose lowest common domain
   // is at `level`: the bottleneck over that level and every level below it.
@@ -126,6 +127,7 @@ class Cluster {
   std::string name_;
   TopologyConfig topology_;
   std::vector<std::string> level_names_;
+  std::vector<std::vector<std::string>> level_aliases_;  // parallel to level_names_
   std::vector<double> span_bandwidth_;
   std::vector<int> max_domain_gpus_;
   std::vector<int> level_begin_;  // size num_levels + 1

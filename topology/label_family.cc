@@ -24,7 +24,8 @@ namespace {
 //    "Without Topograph"; GKE's topology-aware scheduling guides).
 //  - OKE: oracle-quickstart/oci-hpc-oke docs/using-rdma-network-locality-when-running-
 //    workloads-on-oke.md (rdma.*: local block = tier 0, network block = 1, HPC island = 2) and
-//    docs/oci-hpc-oke-utils.md (host.gpu_memory_fabric_id on GB200/GB300 shapes).
+//    docs/oci-hpc-oke-utils.md (host.gpu_memory_fabric_id on GB200/GB300 shapes); the
+//    host.{network_block_id,rack_id} keys per Topograph's node-labels.md ("Without Topograph").
 //  - nvidia.com/gpu.clique: GPU operator, "<ClusterUUID>.<CliqueID>" on MNNVL nodes only.
 constexpr char kClique[] = "nvidia.com/gpu.clique";
 constexpr int kMaxNumbered = 16;  // numbered tiers read: N in [first, first + 16)
@@ -95,6 +96,13 @@ const std::vector<Family>& Families() {
         {"local-block", "oci.oraclecloud.com/rdma.local_block_id"}},
        {{"nvlink", "oci.oraclecloud.com/host.gpu_memory_fabric_id"}},
        {}},
+      {"oci-host",
+       "OCI (host labels)",
+       std::nullopt,
+       {{"network-block", "oci.oraclecloud.com/host.network_block_id"},
+        {"rack", "oci.oraclecloud.com/host.rack_id"}},
+       {{"nvlink", "oci.oraclecloud.com/host.gpu_memory_fabric_id"}},
+       {}},
   };
   return *families;
 }
@@ -121,17 +129,21 @@ struct Presence {
   std::vector<bool> fabric, accelerator, tail;
 };
 
-// Marks the keys of `f` in `key`; returns true when the key belongs to the family.
-bool Mark(const Family& f, absl::string_view key, Presence* p, std::set<std::string>* ignored) {
+enum class Match { kNone, kNetwork, kAccelerator };
+
+// Marks the keys of `f` in `key`; says whether the key belongs to the family, and whether it is
+// one of its network tiers or only an NVLink-domain key (which several families share: OCI's
+// gpu_memory_fabric_id, so it cannot tell them apart).
+Match Mark(const Family& f, absl::string_view key, Presence* p, std::set<std::string>* ignored) {
   if (f.numbered) {
     bool bad = false;
     if (std::optional<int> n = NumberOf(*f.numbered, key, &bad)) {
       p->numbered |= uint32_t{1} << (*n - f.numbered->first);
-      return true;
+      return Match::kNetwork;
     }
     if (bad) {
       if (ignored->size() < 5) ignored->insert(std::string(key.substr(0, 80)));
-      return false;
+      return Match::kNone;
     }
   }
   auto mark = [&](const std::vector<Key>& keys, std::vector<bool>* seen) {
@@ -143,8 +155,8 @@ bool Mark(const Family& f, absl::string_view key, Presence* p, std::set<std::str
     }
     return false;
   };
-  return mark(f.fabric, &p->fabric) || mark(f.accelerator, &p->accelerator) ||
-         mark(f.tail, &p->tail);
+  if (mark(f.fabric, &p->fabric) || mark(f.tail, &p->tail)) return Match::kNetwork;
+  return mark(f.accelerator, &p->accelerator) ? Match::kAccelerator : Match::kNone;
 }
 
 std::string NodeList(const std::vector<const NodeSpec*>& nodes) {
@@ -156,12 +168,46 @@ std::string NodeList(const std::vector<const NodeSpec*>& nodes) {
 }
 
 std::string TierList(const TopologyConfig& t) {
-  std::vector<std::string> names, labels;
+  std::vector<std::string> names, labels, aliases;
   for (const TierSpec& s : t.tiers) {
     names.push_back(s.name);
     labels.push_back(s.label);
+    for (const std::string& a : s.aliases) aliases.push_back(absl::StrCat(a, " = ", s.name));
   }
-  return absl::StrCat(absl::StrJoin(names, " > "), " (", absl::StrJoin(labels, ", "), ")");
+  std::string out =
+      absl::StrCat(absl::StrJoin(names, " > "), " (", absl::StrJoin(labels, ", "), ")");
+  if (!aliases.empty()) absl::StrAppend(&out, "; also named ", absl::StrJoin(aliases, ", "));
+  return out;
+}
+
+// The generic names jobs use (`required_tier: leaf`, `nvlink`) for tiers a family names its own
+// way (tier-0, layer-3, local-block, domain...): the narrowest network tier is also "leaf", the
+// next "spine", the next "core"; the widest NVLink-domain tier "nvlink". A name some tier already
+// has is never an alias.
+void AddAliases(TopologyConfig* t, const std::vector<bool>& network_tier) {
+  auto taken = [&](const std::string& name) {
+    for (const TierSpec& s : t->tiers) {
+      if (s.name == name) return true;
+      for (const std::string& a : s.aliases) {
+        if (a == name) return true;
+      }
+    }
+    return false;
+  };
+  const char* generic[] = {"leaf", "spine", "core"};
+  int next = 0;
+  for (int i = static_cast<int>(t->tiers.size()) - 1; i >= 0 && next < 3; --i) {
+    if (!network_tier[i]) continue;
+    if (!taken(generic[next])) t->tiers[i].aliases.push_back(generic[next]);
+    ++next;
+  }
+  for (size_t i = 0; i < t->tiers.size(); ++i) {
+    if (network_tier[i]) continue;
+    if (!taken("nvlink") && t->tiers[i].bandwidth_gbps >= kNvlinkGbps) {
+      t->tiers[i].aliases.push_back("nvlink");
+    }
+    break;
+  }
 }
 
 std::string KnownFamilies() {
@@ -181,7 +227,7 @@ bool IsFamilyLabel(absl::string_view key) {
     p.fabric.resize(f.fabric.size());
     p.accelerator.resize(f.accelerator.size());
     p.tail.resize(f.tail.size());
-    if (Mark(f, key, &p, &ignored)) return true;
+    if (Mark(f, key, &p, &ignored) != Match::kNone) return true;
   }
   return false;
 }
@@ -197,20 +243,36 @@ TopologyDetection DetectTopology(const std::vector<NodeSpec>& nodes, const Topol
   std::set<std::string> ignored;
   std::vector<const NodeSpec*> gpu_nodes;
   std::vector<uint32_t> carried;  // per GPU node: bit f = carries family f
+  // A family is carried by a node through its network tiers; its NVLink-domain keys count only
+  // when no family's network tiers are on any node (a cluster labelled with domains alone).
+  std::vector<uint32_t> accel_only;  // per GPU node: bit f = only family f's NVLink keys
+  std::vector<int> accel_nodes(families.size(), 0);
   int clique_nodes = 0;
   for (const NodeSpec& n : nodes) {
     if (n.gpus <= 0) continue;
-    uint32_t mask = 0;
+    uint32_t mask = 0, accel = 0;
     for (const auto& [key, value] : n.labels) {
       if (key == kClique) continue;
       for (size_t f = 0; f < families.size(); ++f) {
-        if (Mark(families[f], key, &presence[f], &ignored)) mask |= uint32_t{1} << f;
+        Match m = Mark(families[f], key, &presence[f], &ignored);
+        if (m == Match::kNetwork) mask |= uint32_t{1} << f;
+        if (m == Match::kAccelerator) accel |= uint32_t{1} << f;
       }
     }
-    for (size_t f = 0; f < families.size(); ++f) presence[f].nodes += (mask >> f) & 1;
+    for (size_t f = 0; f < families.size(); ++f) {
+      presence[f].nodes += (mask >> f) & 1;
+      accel_nodes[f] += (accel >> f) & 1;
+    }
     clique_nodes += n.labels.count(kClique) > 0;
     gpu_nodes.push_back(&n);
     carried.push_back(mask);
+    accel_only.push_back(accel & ~mask);
+  }
+  const bool any_network =
+      std::any_of(presence.begin(), presence.end(), [](const Presence& p) { return p.nodes > 0; });
+  if (!any_network) {
+    for (size_t f = 0; f < families.size(); ++f) presence[f].nodes = accel_nodes[f];
+    carried = accel_only;
   }
 
   TopologyDetection d;
@@ -229,6 +291,11 @@ TopologyDetection DetectTopology(const std::vector<NodeSpec>& nodes, const Topol
     }
   }
   bool nvlink = false;
+  std::vector<bool> network_tier;  // per tier pushed: a network (switch) tier, not NVLink/host
+  auto push = [&](TierSpec t, bool network) {
+    d.topology.tiers.push_back(std::move(t));
+    network_tier.push_back(network);
+  };
   if (chosen >= 0) {
     const Family& f = families[chosen];
     const Presence& p = presence[chosen];
@@ -239,29 +306,27 @@ TopologyDetection DetectTopology(const std::vector<NodeSpec>& nodes, const Topol
         int bit = f.numbered->lowest_is_narrowest ? kMaxNumbered - 1 - i : i;  // widest first
         if (!((p.numbered >> bit) & 1)) continue;
         int number = f.numbered->first + bit;
-        d.topology.tiers.push_back(tier(absl::StrCat(f.numbered->tier_name, number),
-                                        absl::StrCat(f.numbered->prefix, number), kNetworkGbps,
-                                        false));
+        push(tier(absl::StrCat(f.numbered->tier_name, number),
+                  absl::StrCat(f.numbered->prefix, number), kNetworkGbps, false),
+             true);
       }
     }
     for (size_t i = 0; i < f.fabric.size(); ++i) {
-      if (p.fabric[i])
-        d.topology.tiers.push_back(tier(f.fabric[i].name, f.fabric[i].label, kNetworkGbps, false));
+      if (p.fabric[i]) push(tier(f.fabric[i].name, f.fabric[i].label, kNetworkGbps, false), true);
     }
     for (size_t i = 0; i < f.accelerator.size(); ++i) {
       if (!p.accelerator[i]) continue;
-      d.topology.tiers.push_back(
-          tier(f.accelerator[i].name, f.accelerator[i].label, kNvlinkGbps, true));
+      push(tier(f.accelerator[i].name, f.accelerator[i].label, kNvlinkGbps, true), false);
       nvlink = true;
     }
     if (!nvlink && clique_nodes > 0) {
-      d.topology.tiers.push_back(tier("nvlink", kClique, kNvlinkGbps, true));
+      push(tier("nvlink", kClique, kNvlinkGbps, true), false);
       nvlink = true;
     }
     for (size_t i = 0; i < f.tail.size(); ++i) {
-      if (p.tail[i])
-        d.topology.tiers.push_back(tier(f.tail[i].name, f.tail[i].label, kNetworkGbps, true));
+      if (p.tail[i]) push(tier(f.tail[i].name, f.tail[i].label, kNetworkGbps, true), false);
     }
+    AddAliases(&d.topology, network_tier);
     d.summary = absl::StrCat("topology: detected ", f.title, " labels on ", p.nodes, " of ",
                              d.gpu_nodes, " GPU nodes: tiers ", TierList(d.topology));
     std::vector<std::string> unused;
@@ -306,7 +371,7 @@ TopologyDetection DetectTopology(const std::vector<NodeSpec>& nodes, const Topol
   } else if (clique_nodes > 0) {
     d.family = "gpu-clique";
     d.matching_nodes = clique_nodes;
-    d.topology.tiers.push_back(tier("nvlink", kClique, kNvlinkGbps, true));
+    push(tier("nvlink", kClique, kNvlinkGbps, true), false);
     nvlink = true;
     d.summary = absl::StrCat("topology: no network labels; ", kClique, " on ", clique_nodes, " of ",
                              d.gpu_nodes, " GPU nodes: tiers ", TierList(d.topology));

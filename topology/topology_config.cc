@@ -27,10 +27,17 @@ TierSpec Tier(std::string name, std::string label, double bw, double oversub = 1
   return TierSpec{std::move(name), std::move(label), bw, oversub, optional};
 }
 
+// The generic names of a family's tiers (as label_family.cc gives detected ones), so a pinned
+// preset answers to the same leaf/spine/core/nvlink as `auto`.
+TierSpec Also(TierSpec t, std::string alias) {
+  t.aliases.push_back(std::move(alias));
+  return t;
+}
+
 }  // namespace
 
 std::vector<std::string> PresetNames() {
-  return {"auto", "topograph-v1", "topograph", "aws", "gke", "oci", "gb200"};
+  return {"auto", "topograph-v1", "topograph", "aws", "gke", "oci", "oci-host", "gb200"};
 }
 
 absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name) {
@@ -40,16 +47,22 @@ absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name) {
     c.detect = true;  // tiers come from DetectTopology once the nodes are known
   } else if (name == "topograph-v1") {
     // Three fabric tiers, the usual depth; `auto` reads however many the nodes carry.
-    c.tiers = {Tier("tier-2", absl::StrCat(kTopographV1Tier, 2), 400),
-               Tier("tier-1", absl::StrCat(kTopographV1Tier, 1), 400),
-               Tier("tier-0", absl::StrCat(kTopographV1Tier, 0), 400),
-               Tier("accelerator", kTopographV1Domain, 7200, 1, true),
+    c.tiers = {Also(Tier("tier-2", absl::StrCat(kTopographV1Tier, 2), 400), "core"),
+               Also(Tier("tier-1", absl::StrCat(kTopographV1Tier, 1), 400), "spine"),
+               Also(Tier("tier-0", absl::StrCat(kTopographV1Tier, 0), 400), "leaf"),
+               Also(Tier("accelerator", kTopographV1Domain, 7200, 1, true), "nvlink"),
                Tier("sub-domain", kTopographV1SubDomain, 7200, 1, true)};
   } else if (name == "oci") {
-    c.tiers = {Tier("hpc-island", absl::StrCat(kOciRdma, "hpc_island_id"), 400),
-               Tier("network-block", absl::StrCat(kOciRdma, "network_block_id"), 400),
-               Tier("local-block", absl::StrCat(kOciRdma, "local_block_id"), 400),
-               Tier("nvlink", kOciMemoryFabric, 7200, 1, true)};
+    c.tiers = {
+        Also(Tier("hpc-island", absl::StrCat(kOciRdma, "hpc_island_id"), 400), "core"),
+        Also(Tier("network-block", absl::StrCat(kOciRdma, "network_block_id"), 400), "spine"),
+        Also(Tier("local-block", absl::StrCat(kOciRdma, "local_block_id"), 400), "leaf"),
+        Tier("nvlink", kOciMemoryFabric, 7200, 1, true)};
+  } else if (name == "oci-host") {
+    c.tiers = {
+        Also(Tier("network-block", "oci.oraclecloud.com/host.network_block_id", 400), "spine"),
+        Also(Tier("rack", "oci.oraclecloud.com/host.rack_id", 400), "leaf"),
+        Tier("nvlink", kOciMemoryFabric, 7200, 1, true)};
   } else if (name == "topograph") {
     // 400 Gb/s per GPU (one ConnectX-7 per GPU); NVLink domain optional: HGX nodes have none.
     c.tiers = {Tier("core", absl::StrCat(kTopograph, "core"), 400),
@@ -58,12 +71,12 @@ absl::StatusOr<TopologyConfig> PresetTopology(absl::string_view name) {
                Tier("accelerator", absl::StrCat(kTopograph, "accelerator"), 7200, 1, true)};
   } else if (name == "aws") {
     // EFA on p5: 3200 Gb/s per 8-GPU node = 400 per GPU. Layer 1 is farthest from the node.
-    c.tiers = {Tier("layer-1", "topology.k8s.aws/network-node-layer-1", 400),
-               Tier("layer-2", "topology.k8s.aws/network-node-layer-2", 400),
-               Tier("layer-3", "topology.k8s.aws/network-node-layer-3", 400)};
+    c.tiers = {Also(Tier("layer-1", "topology.k8s.aws/network-node-layer-1", 400), "core"),
+               Also(Tier("layer-2", "topology.k8s.aws/network-node-layer-2", 400), "spine"),
+               Also(Tier("layer-3", "topology.k8s.aws/network-node-layer-3", 400), "leaf")};
   } else if (name == "gke") {
-    c.tiers = {Tier("block", "cloud.google.com/gce-topology-block", 400),
-               Tier("subblock", "cloud.google.com/gce-topology-subblock", 400),
+    c.tiers = {Also(Tier("block", "cloud.google.com/gce-topology-block", 400), "spine"),
+               Also(Tier("subblock", "cloud.google.com/gce-topology-subblock", 400), "leaf"),
                Tier("host", "cloud.google.com/gce-topology-host", 400, 1, true)};
   } else if (name == "gb200") {
     // NVL72: 72 GPUs share NVLink 5 (1.8 TB/s = 14400 Gb/s per GPU).

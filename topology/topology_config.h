@@ -24,6 +24,9 @@ struct TierSpec {
   // When a node lacks this label: optional tiers make the node its own domain silently (an HGX
   // node is its own NVLink domain); required tiers do the same but report the node.
   bool optional = false;
+  // Other names a gang constraint may use for this tier. Detected families get the generic
+  // leaf/spine/core/nvlink (topology/label_family.h), so one jobs file works on every cluster.
+  std::vector<std::string> aliases = {};
 };
 
 struct TopologyConfig {

@@ -115,5 +115,32 @@ TEST(KubeTopologyDetect, UnlabelledNodesWaitForTheirLabelsThenAMixIsReported) {
   EXPECT_THAT(log, HasSubstr("gpu-3)"));
 }
 
+// A GB200 cluster where the GPU operator labels the NVLink cliques before Topograph labels the
+// network: the clique-only tiers are provisional, and the network family, once it arrives,
+// becomes the fixed tiers.
+TEST(KubeTopologyDetect, CliquesAloneDoNotFixTheTiers) {
+  FakeApiServer api;
+  for (int i = 0; i < 8; ++i) {
+    api.PutNode(MakeNode(absl::StrFormat("gb200-%d", i), 4,
+                         {{"nvidia.com/gpu.clique", absl::StrCat("uuid.", i / 4)}}));
+  }
+  ::testing::internal::CaptureStderr();
+  {
+    AutoDaemon d(api);
+    ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+    EXPECT_THAT(d.Levels(), ElementsAre("cluster", "nvlink", "node"));
+    for (int i = 0; i < 8; ++i) {
+      Labels l = V1(i);
+      l["nvidia.com/gpu.clique"] = absl::StrCat("uuid.", i / 4);
+      api.PutNode(MakeNode(absl::StrFormat("gb200-%d", i), 4, l));
+    }
+    EXPECT_TRUE(Eventually([&] { return d.Levels().size() == 5; }));
+    EXPECT_THAT(d.Levels(), ElementsAre("cluster", "tier-1", "tier-0", "accelerator", "node"));
+  }
+  std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(log, HasSubstr("no network labels; nvidia.com/gpu.clique on 8 of 8"));
+  EXPECT_THAT(log, HasSubstr("detected NVIDIA Topograph v1 labels on 8 of 8"));
+}
+
 }  // namespace
 }  // namespace topogang

@@ -130,6 +130,71 @@ TEST(LabelFamily, OciRdmaBlocksAndTheGpuMemoryFabric) {
       << "the family's own NVLink label wins over the clique";
 }
 
+// Topograph documents OCI's host.* keys too; the GPU-memory-fabric key is shared by both OCI
+// label sets, so the network keys decide which set a cluster carries.
+TEST(LabelFamily, OciHostLabelsAndTheSharedFabricKeyDoNotDecide) {
+  std::vector<NodeSpec> host, rdma;
+  for (int i = 0; i < 4; ++i) {
+    host.push_back(Node(i, {{"oci.oraclecloud.com/host.network_block_id", "nb1"},
+                            {"oci.oraclecloud.com/host.rack_id", absl::StrCat("r", i / 2)},
+                            {"oci.oraclecloud.com/host.gpu_memory_fabric_id", "f1"}}));
+    rdma.push_back(Node(i, {{"oci.oraclecloud.com/rdma.local_block_id", absl::StrCat("lb", i / 2)},
+                            {"oci.oraclecloud.com/host.gpu_memory_fabric_id", "f1"}}));
+  }
+  TopologyDetection h = Detect(host);
+  EXPECT_EQ(h.family, "oci-host");
+  EXPECT_THAT(TierNames(h), ElementsAre("network-block", "rack", "nvlink"));
+  EXPECT_THAT(h.reports, IsEmpty());
+  TopologyDetection r = Detect(rdma);
+  EXPECT_EQ(r.family, "oci");
+  EXPECT_THAT(TierNames(r), ElementsAre("local-block", "nvlink"));
+  // Only the shared NVLink key anywhere: a domain-only cluster, still detected.
+  std::vector<NodeSpec> fabric_only;
+  for (int i = 0; i < 2; ++i) {
+    fabric_only.push_back(Node(i, {{"oci.oraclecloud.com/host.gpu_memory_fabric_id", "f1"}}));
+  }
+  TopologyDetection f = Detect(fabric_only);
+  EXPECT_EQ(f.family, "oci");
+  EXPECT_THAT(TierNames(f), ElementsAre("nvlink"));
+  EXPECT_EQ(f.matching_nodes, 2);
+}
+
+// One jobs file for every cluster: a family's own tier names get the generic leaf/spine/core
+// and nvlink as aliases, which gang constraints resolve.
+TEST(LabelFamily, GenericTierNamesAreAliasesOfTheFamilysOwn) {
+  std::vector<NodeSpec> nodes;
+  for (int i = 0; i < 16; ++i) {
+    Labels l = V1(i);
+    l["accelerator.topograph.run/domain"] = absl::StrCat("nvl", i / 4);
+    nodes.push_back(Node(i, l));
+  }
+  TopologyDetection d = Detect(nodes);
+  ASSERT_THAT(TierNames(d), ElementsAre("tier-2", "tier-1", "tier-0", "accelerator"));
+  EXPECT_THAT(d.topology.tiers[2].aliases, ElementsAre("leaf"));
+  EXPECT_THAT(d.topology.tiers[1].aliases, ElementsAre("spine"));
+  EXPECT_THAT(d.topology.tiers[0].aliases, ElementsAre("core"));
+  EXPECT_THAT(d.topology.tiers[3].aliases, ElementsAre("nvlink"));
+  EXPECT_THAT(d.summary,
+              HasSubstr("also named core = tier-2, spine = tier-1, leaf = tier-0, nvlink"));
+  ClusterSpec spec;
+  spec.nodes = nodes;
+  auto c = Cluster::Build(spec, d.topology);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->LevelByName("leaf"), c->LevelByName("tier-0"));
+  EXPECT_EQ(c->LevelByName("spine"), c->LevelByName("tier-1"));
+  EXPECT_EQ(c->LevelByName("nvlink"), c->LevelByName("accelerator"));
+  EXPECT_GT(c->LevelByName("leaf"), 0);
+  EXPECT_EQ(c->LevelByName("rack"), -1);
+  // Topograph before v1 names its tiers spine and leaf itself: nothing to alias there.
+  std::vector<NodeSpec> old;
+  for (int i = 0; i < 4; ++i) {
+    old.push_back(Node(i, {{"network.topology.nvidia.com/spine", "s0"},
+                           {"network.topology.nvidia.com/leaf", absl::StrCat("l", i / 2)}}));
+  }
+  TopologyDetection o = Detect(old);
+  for (const TierSpec& t : o.topology.tiers) EXPECT_THAT(t.aliases, IsEmpty()) << t.name;
+}
+
 TEST(LabelFamily, OldTopographKeepsOnlyTheTiersSomeNodeCarries) {
   std::vector<NodeSpec> nodes;
   for (int i = 0; i < 4; ++i) {
@@ -273,10 +338,11 @@ TEST(LabelFamily, ShippedFamilyExamplesAreDetectedCleanly) {
 }
 
 TEST(LabelFamily, IsFamilyLabel) {
-  for (const char* k : {"fabric.topograph.run/tier-3", "accelerator.topograph.run/sub-domain",
-                        "network.topology.nvidia.com/leaf", "topology.k8s.aws/network-node-layer-4",
-                        "cloud.google.com/gce-topology-host",
-                        "oci.oraclecloud.com/rdma.hpc_island_id", "nvidia.com/gpu.clique"}) {
+  for (const char* k :
+       {"fabric.topograph.run/tier-3", "accelerator.topograph.run/sub-domain",
+        "network.topology.nvidia.com/leaf", "topology.k8s.aws/network-node-layer-4",
+        "cloud.google.com/gce-topology-host", "oci.oraclecloud.com/rdma.hpc_island_id",
+        "nvidia.com/gpu.clique", "oci.oraclecloud.com/host.rack_id"}) {
     EXPECT_TRUE(IsFamilyLabel(k)) << k;
   }
   for (const char* k : {"fabric.topograph.run/tier-x", "topology.kubernetes.io/zone",

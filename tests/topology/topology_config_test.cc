@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/yaml_util.h"
 
 namespace topogang {
@@ -28,6 +30,23 @@ TEST(TopologyConfig, PresetsUseRealLabels) {
   EXPECT_TRUE(PresetTopology("auto")->detect);
   EXPECT_TRUE(PresetTopology("auto")->tiers.empty());
   EXPECT_FALSE(PresetTopology("topograph")->detect);
+}
+
+// Every preset's narrowest network tier answers to "leaf" (its own name or an alias), so one
+// jobs file works on any of them; oci-host reads OCI's host.* keys.
+TEST(TopologyConfig, EveryPresetHasALeafByNameOrAlias) {
+  for (const std::string& name : PresetNames()) {
+    if (name == "auto") continue;
+    auto t = PresetTopology(name);
+    ASSERT_TRUE(t.ok()) << name;
+    int leaves = 0;
+    for (const TierSpec& tier : t->tiers) {
+      leaves += tier.name == "leaf" ||
+                std::find(tier.aliases.begin(), tier.aliases.end(), "leaf") != tier.aliases.end();
+    }
+    EXPECT_EQ(leaves, 1) << name;
+  }
+  EXPECT_EQ(PresetTopology("oci-host")->tiers[1].label, "oci.oraclecloud.com/host.rack_id");
 }
 
 TEST(TopologyConfig, AutoIsTheDefaultAndNamedTiersNeverDetect) {
