@@ -1,10 +1,13 @@
 #include "cli/dry_run.h"
 
 #include <iostream>
+#include <optional>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "cli/live_cluster.h"
 #include "cli/placement_format.h"
 #include "cli/remote.h"
 #include "common/args.h"
@@ -16,11 +19,22 @@
 namespace topogang::cli {
 
 const char kDryRunHelp[] = R"(usage: topogang dry-run --cluster FILE --jobs FILE [options]
+       topogang dry-run --kubeconfig [FILE] --jobs FILE [options]
+       kubectl topogang dry-run --jobs FILE [options]
 
 Places each job (gang) of the jobs file in order, as if every placed job kept
-running, and prints where it went or why it did not fit. Needs no cluster.
+running, and prints where it went or why it did not fit. Needs no daemon.
 
-  --cluster FILE     cluster file (explicit nodes or generator form)
+  --cluster FILE     cluster file (explicit nodes or generator form); no cluster
+                     needed
+  --kubeconfig FILE  instead: the live cluster's current Nodes and Pods, read once
+                     through this kubeconfig (as topogangd reads them: tiers from
+                     --config or detected from the node labels, cordons, taints,
+                     drains, GPUs held by bound pods); writes nothing. As a kubectl
+                     plugin (kubectl-topogang), this is the default, with
+                     $KUBECONFIG or ~/.kube/config
+  --gpu-resource R   with --kubeconfig: the GPU resource name (nvidia.com/gpu)
+  --timeout SECONDS  with --kubeconfig: give up listing after this (default 60)
   --jobs FILE        jobs file: a list of gangs
   --config FILE      topogang config (topology tiers, bandwidths); overrides the
                      cluster file's topology section
@@ -35,11 +49,23 @@ Exit status: 0 when the inputs are valid (whether or not every job fits),
 2 on bad input.
 )";
 
+namespace {
+
+// kubectl runs a plugin `kubectl-topogang` found on PATH for `kubectl topogang ...`.
+bool IsKubectlPlugin(const char* argv0) {
+  const std::string a = argv0 ? argv0 : "";
+  const size_t slash = a.rfind('/');
+  return a.substr(slash == std::string::npos ? 0 : slash + 1) == "kubectl-topogang";
+}
+
+}  // namespace
+
 int RunDryRun(int argc, char** argv) {
-  auto args = ParseArgs(argc, argv, 2,
-                        {"cluster", "jobs", "config", "drain", "format", "server", "token-file",
-                         "ca", "cert", "key", "tls-server-name", "timeout"},
-                        {"help", "verbose"});
+  auto args =
+      ParseArgs(argc, argv, 2,
+                {"cluster", "jobs", "config", "drain", "format", "server", "token-file", "ca",
+                 "cert", "key", "tls-server-name", "timeout", "kubeconfig", "gpu-resource"},
+                {"help", "verbose"});
   if (!args.ok()) {
     std::cerr << "topogang dry-run: " << args.status().message() << "\n\n" << kDryRunHelp;
     return 2;
@@ -54,20 +80,48 @@ int RunDryRun(int argc, char** argv) {
     std::cerr << "topogang dry-run: --format must be table or json, got '" << format << "'\n";
     return 2;
   }
-  if (!args->Has("cluster") || !args->Has("jobs")) {
-    std::cerr << "topogang dry-run: --cluster and --jobs are required\n\n" << kDryRunHelp;
+  // Invoked as a kubectl plugin (kubectl-topogang), the live cluster is the natural default.
+  const bool live = args->Has("kubeconfig") || (!args->Has("cluster") && IsKubectlPlugin(argv[0]));
+  if ((!args->Has("cluster") && !live) || !args->Has("jobs")) {
+    std::cerr << "topogang dry-run: --jobs and one of --cluster or --kubeconfig are required\n\n"
+              << kDryRunHelp;
     return 2;
   }
-  auto loaded = LoadClusterFiles(args->Get("cluster"), args->Get("config"));
-  if (!loaded.ok()) {
-    std::cerr << "topogang dry-run: " << loaded.status().message() << "\n";
+  if (live && args->Has("cluster")) {
+    std::cerr << "topogang dry-run: --cluster and --kubeconfig are exclusive\n";
     return 2;
   }
-  auto cluster = BuildCluster(*loaded);
-  if (!cluster.ok()) {
-    std::cerr << "topogang dry-run: " << args->Get("cluster") << ": " << cluster.status().message()
-              << "\n";
-    return 2;
+  std::optional<GangScheduler> live_sched;
+  std::optional<LoadedCluster> loaded;
+  std::string source = args->Get("cluster");
+  if (live) {
+    LiveClusterOptions lo;
+    lo.kubeconfig = args->Get("kubeconfig", "");
+    lo.config_file = args->Get("config", "");
+    lo.gpu_resource = args->Get("gpu-resource", lo.gpu_resource);
+    int timeout_s = 60;
+    if (args->Has("timeout") && (!absl::SimpleAtoi(args->Get("timeout"), &timeout_s) ||
+                                 timeout_s < 1 || timeout_s > 3600)) {
+      std::cerr << "topogang dry-run: --timeout: expected seconds from 1 to 3600\n";
+      return 2;
+    }
+    lo.timeout = absl::Seconds(timeout_s);
+    auto snap = ReadLiveCluster(lo);
+    if (!snap.ok()) {
+      std::cerr << "topogang dry-run: " << snap.status().message() << "\n";
+      return 2;
+    }
+    source = snap->server;
+    std::cerr << "live cluster " << snap->server << ": " << snap->running_gangs
+              << " running gangs and GPU pods hold GPUs\n";
+    live_sched.emplace(std::move(snap->scheduler));
+  } else {
+    auto files = LoadClusterFiles(args->Get("cluster"), args->Get("config"));
+    if (!files.ok()) {
+      std::cerr << "topogang dry-run: " << files.status().message() << "\n";
+      return 2;
+    }
+    loaded = std::move(*files);
   }
   auto jobs_text = ReadFileToString(args->Get("jobs"));
   if (!jobs_text.ok()) {
@@ -79,18 +133,25 @@ int RunDryRun(int argc, char** argv) {
     std::cerr << "topogang dry-run: " << jobs.status().message() << "\n";
     return 2;
   }
-  // Which label family `preset: auto` chose, on stderr so the table stays machine-readable.
-  if (!loaded->topology_note.empty()) std::cerr << loaded->topology_note << "\n";
-  for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
-
-  GangScheduler sched(*std::move(cluster), loaded->config.scheduler);
+  if (!live_sched) {
+    auto cluster = BuildCluster(*loaded);
+    if (!cluster.ok()) {
+      std::cerr << "topogang dry-run: " << source << ": " << cluster.status().message() << "\n";
+      return 2;
+    }
+    // Which label family `preset: auto` chose, on stderr so the table stays machine-readable.
+    if (!loaded->topology_note.empty()) std::cerr << loaded->topology_note << "\n";
+    for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
+    live_sched.emplace(*std::move(cluster), loaded->config.scheduler);
+  }
+  GangScheduler& sched = *live_sched;
   const Cluster& c = sched.cluster();
   if (args->Has("drain")) {
     for (absl::string_view name : absl::StrSplit(args->Get("drain"), ',', absl::SkipEmpty())) {
       int n = c.FindNode(name);
       if (n < 0) {
-        std::cerr << "topogang dry-run: --drain: no node named '" << name << "' in "
-                  << args->Get("cluster") << "\n";
+        std::cerr << "topogang dry-run: --drain: no node named '" << name << "' in " << source
+                  << "\n";
         return 2;
       }
       sched.SetNodeCordoned(n, true, absl::UnixEpoch());

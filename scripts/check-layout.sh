@@ -17,7 +17,7 @@ declare -A allow=(
   [kube]="common topology scheduler k8s daemon kube"
   [api]="common topology scheduler k8s daemon api topogang"
   [agent]="common agent topogang"
-  [cli]="common topology scheduler sim config api topogang cli"
+  [cli]="common topology scheduler sim config k8s daemon kube api topogang cli"
   [topogangd]="common topology scheduler config k8s daemon extender kube api topogangd"
 )
 status=0
