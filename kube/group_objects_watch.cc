@@ -46,8 +46,19 @@ void GroupObjectsWatch::Stop() {
 
 bool GroupObjectsWatch::SleepFor(absl::Duration d) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, absl::ToChronoNanoseconds(d), [this] { return stop_; });
+  cv_.wait_for(lock, absl::ToChronoNanoseconds(d), [this] { return stop_ || rediscover_now_; });
+  rediscover_now_ = false;
   return !stop_;
+}
+
+void GroupObjectsWatch::UnservedLocked(GroupKind kind, const std::string& why) {
+  const GroupKindInfo& info = KindInfo(kind);
+  KindState& s = kinds_[static_cast<int>(kind)];
+  std::cerr << "topogangd: " << info.title << " " << info.group << "/" << s.version
+            << " is no longer served (" << why << "); discovering it again" << std::endl;
+  s = KindState{};  // not discovered: lookups wait (kMissing) until discovery answers
+  rediscover_now_ = true;
+  cv_.notify_all();
 }
 
 bool GroupObjectsWatch::WaitSynced(absl::Duration timeout) {
@@ -78,6 +89,11 @@ absl::StatusOr<std::string> GroupObjectsWatch::Discover(GroupKind kind) {
     auto r = client_->Get(path);
     if (!r.ok()) return r.status();
     if (r->status == 404) continue;  // group or version not served: normal
+    if (r->status == 401 || r->status == 403) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "topogang may not read API discovery ", path, " (HTTP ", r->status,
+          "); discovery is open to every authenticated user by default (system:discovery)"));
+    }
     if (r->status != 200) {
       return absl::UnavailableError(absl::StrCat("GET ", path, ": HTTP ", r->status));
     }
@@ -110,6 +126,12 @@ void GroupObjectsWatch::DiscoveryLoop() {
         if (v.status().code() == absl::StatusCode::kCancelled) return;
         std::cerr << "topogangd: discovering " << info.title << ": " << v.status() << std::endl;
         failed = true;
+        if (absl::IsPermissionDenied(v.status())) {
+          // Pods naming this kind get the reason instead of waiting for ever.
+          std::lock_guard<std::mutex> lock(mu_);
+          kinds_[k].forbidden = std::string(v.status().message());
+          cv_.notify_all();
+        }
         continue;
       }
       std::lock_guard<std::mutex> lock(mu_);
@@ -117,6 +139,7 @@ void GroupObjectsWatch::DiscoveryLoop() {
       KindState& s = kinds_[k];
       s.discovered = true;
       s.version = *v;
+      s.forbidden.clear();
       if (!v->empty()) {
         std::cerr << "topogangd: watching " << info.title << " " << info.group << "/" << *v
                   << " for gang sizes" << std::endl;
@@ -147,6 +170,7 @@ absl::Status GroupObjectsWatch::ListKind(GroupKind kind, const std::string& base
       cv_.notify_all();
       return absl::PermissionDeniedError(absl::StrCat("GET ", url, ": HTTP 403"));
     }
+    if (r->status == 404) return absl::NotFoundError(absl::StrCat("GET ", url, ": HTTP 404"));
     if (r->status != 200) {
       return absl::UnavailableError(
           absl::StrCat("GET ", url, ": HTTP ", r->status, ": ", r->body.substr(0, 200)));
@@ -207,8 +231,15 @@ bool GroupObjectsWatch::HandleLine(GroupKind kind, absl::string_view line) {
   if (*type != "ADDED" && *type != "MODIFIED" && *type != "DELETED") return true;
   auto g = ParseGroupObject(kind, *obj, options_.gpu_resource);
   if (!g.ok()) {
-    std::cerr << "topogangd: skipping " << KindInfo(kind).title << " event: " << g.status()
-              << std::endl;
+    // An object we can no longer read must not keep sizing gangs with its old values: drop it
+    // (its pods wait for a valid one), whatever the event.
+    std::cerr << "topogangd: dropping " << KindInfo(kind).title << " after a " << *type
+              << " event: " << g.status() << std::endl;
+    if (const Json* meta = GoField(*obj, "metadata"); meta && meta->is_object()) {
+      auto ns = JsonString(*meta, "namespace", "metadata.namespace");
+      auto name = JsonString(*meta, "name", "metadata.name");
+      if (ns.ok() && name.ok()) s.objects.erase(ObjectKey(*ns, *name));
+    }
     return true;
   }
   if (*type == "DELETED") {
@@ -235,6 +266,11 @@ void GroupObjectsWatch::KindLoop(GroupKind kind) {
     }
     if (relist) {
       absl::Status s = ListKind(kind, base);
+      if (absl::IsNotFound(s)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!stop_) UnservedLocked(kind, std::string(s.message()));
+        return;
+      }
       if (!s.ok()) {
         if (s.code() == absl::StatusCode::kCancelled) return;
         std::cerr << "topogangd: list " << base << ": " << s << std::endl;
@@ -259,6 +295,7 @@ void GroupObjectsWatch::KindLoop(GroupKind kind) {
       return false;
     });
     if (r.ok() && *r == 410) relist = true;
+    if (r.ok() && *r == 404) relist = true;  // the list tells: unserved, or a blip
     if (relist || (r.ok() && *r == 200)) continue;
     if (!r.ok() && r.status().code() == absl::StatusCode::kCancelled) return;
     std::cerr << "topogangd: watch " << base << ": "

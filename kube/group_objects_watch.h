@@ -3,7 +3,9 @@
 // first), then lists and watches each served kind cluster-wide into a thread-safe cache that
 // GangLedger reads through GroupObjectLookup. A cluster without a kind is normal: no error and
 // no watch; kinds not served are asked again every `rediscover` (a CRD installed later). A kind
-// topogang may not read (403) answers lookups with that reason instead of leaving pods waiting.
+// topogang may not read (403, at discovery or list) answers lookups with that reason instead of
+// leaving pods waiting. A watched version that stops being served (404 after an upgrade or a CRD
+// removal) drops the kind's cache and discovers it again at once.
 #pragma once
 
 #include <array>
@@ -62,7 +64,10 @@ class GroupObjectsWatch : public GroupObjectLookup {
   void KindLoop(GroupKind kind);
   absl::Status ListKind(GroupKind kind, const std::string& base);
   bool HandleLine(GroupKind kind, absl::string_view line);  // false: relist (410)
+  // Waits `d`, or less when a kind asked to be discovered again; false when stopping.
   bool SleepFor(absl::Duration d);
+  // The watched version of `kind` went away: forget it, wake discovery (under mu_).
+  void UnservedLocked(GroupKind kind, const std::string& why);
   std::string Base(GroupKind kind, const std::string& version) const;
 
   std::shared_ptr<KubeClient> client_;
@@ -70,6 +75,7 @@ class GroupObjectsWatch : public GroupObjectLookup {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool rediscover_now_ = false;
   std::array<KindState, kNumGroupKinds> kinds_;
   std::vector<std::thread> threads_;
 };

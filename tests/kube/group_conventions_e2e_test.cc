@@ -203,6 +203,86 @@ TEST(GroupConventionsE2E, UpstreamPodGroupOfTheServedVersionWithTopology) {
   EXPECT_EQ(GangMembers(d.state(), "ml/train-0"), 4);
 }
 
+// A 1.37 cluster serves scheduling.k8s.io v1beta1 (GA-track fields) and v1alpha3 (alpha-only
+// fields) side by side: the watch takes v1beta1. A cluster with only v1alpha3 gets v1alpha3. The
+// PodGroup shape is the same in each (spec.schedulingPolicy.gang.minCount).
+TEST(GroupConventionsE2E, UpstreamPodGroupPrefersV1beta1AndReadsEachServedVersion) {
+  for (const char* only : {"v1beta1", "v1alpha3"}) {
+    FakeApiServer api;
+    api.ServeResource("scheduling.k8s.io", "v1alpha3", "podgroups");
+    if (std::string(only) == "v1beta1") {
+      api.ServeResource("scheduling.k8s.io", "v1beta1", "podgroups");
+    }
+    ConventionDaemon d(api);
+    ASSERT_EQ(d.watch().ServedVersion(GroupKind::kPodGroup), only);
+    api.PutObject("scheduling.k8s.io", only, "podgroups",
+                  Json::parse(absl::StrCat(R"({
+      "apiVersion": "scheduling.k8s.io/)",
+                                           only, R"(",
+      "kind": "PodGroup", "metadata": {"name": "pg", "namespace": "ml"},
+      "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "disruptionMode": "All",
+               "priority": 1000}})")));
+    ASSERT_TRUE(api.WaitFor([&] { return Found(d.watch(), GroupKind::kPodGroup, "ml", "pg"); }))
+        << only;
+    std::vector<Json> pods;
+    for (int i = 0; i < 2; ++i) {
+      Json p = GpuPod(absl::StrCat("pg-", i), "ml", 8, {});
+      p["spec"]["schedulingGroup"] = {{"podGroupName", "pg"}};
+      pods.push_back(p);
+    }
+    d.PlaceAndBind(pods);
+    EXPECT_EQ(GangMembers(d.state(), "ml/pg"), 2) << only;
+    EXPECT_EQ(api.bindings().size(), 2u) << only;
+  }
+}
+
+// A 1.35 cluster: pods name a Workload and one of its pod groups through spec.workloadRef; the
+// gang policy applies per podGroupReplicaKey.
+TEST(GroupConventionsE2E, WorkloadV1alpha1GangPerReplicaKey) {
+  FakeApiServer api;
+  api.ServeResource("scheduling.k8s.io", "v1alpha1", "workloads");
+  ConventionDaemon d(api);
+  ASSERT_EQ(d.watch().ServedVersion(GroupKind::kWorkload), "v1alpha1");
+  api.PutObject("scheduling.k8s.io", "v1alpha1", "workloads", Json::parse(R"({
+    "apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+    "metadata": {"name": "llm", "namespace": "ml"},
+    "spec": {"podGroups": [{"name": "workers", "policy": {"gang": {"minCount": 2}}},
+                           {"name": "driver", "policy": {"basic": {}}}]}})"));
+  ASSERT_TRUE(api.WaitFor([&] { return Found(d.watch(), GroupKind::kWorkload, "ml", "llm"); }));
+  std::vector<Json> pods;
+  for (int i = 0; i < 2; ++i) {
+    Json p = GpuPod(absl::StrCat("w-", i), "ml", 8, {});
+    p["spec"]["workloadRef"] = {
+        {"name", "llm"}, {"podGroup", "workers"}, {"podGroupReplicaKey", "0"}};
+    pods.push_back(p);
+  }
+  d.PlaceAndBind(pods);
+  EXPECT_EQ(GangMembers(d.state(), "ml/workload:llm/workers/0"), 2);
+  // The basic (non-gang) group: an ordinary pod, bound on its own.
+  Json driver = GpuPod("driver", "ml", 1, {});
+  driver["spec"]["workloadRef"] = {{"name", "llm"}, {"podGroup", "driver"}};
+  d.PlaceAndBind({driver});
+  EXPECT_EQ(api.bindings().size(), 3u);
+}
+
+// An object that stops parsing is dropped rather than kept with stale values, and a version the
+// cluster stops serving is discovered again.
+TEST(GroupConventionsE2E, UnreadableObjectsAreDroppedNotKeptStale) {
+  FakeApiServer api;
+  api.ServeResource("scheduling.x-k8s.io", "v1alpha1", "podgroups");
+  ConventionDaemon d(api);
+  api.PutObject(
+      "scheduling.x-k8s.io", "v1alpha1", "podgroups",
+      Json::parse(R"({"metadata": {"name": "g", "namespace": "ml"}, "spec": {"minMember": 2}})"));
+  ASSERT_TRUE(
+      api.WaitFor([&] { return Found(d.watch(), GroupKind::kPluginsPodGroup, "ml", "g"); }));
+  api.PutObject("scheduling.x-k8s.io", "v1alpha1", "podgroups",
+                Json::parse(R"({"metadata": {"name": "g", "namespace": "ml"},
+                                "spec": {"minMember": "two"}})"));
+  EXPECT_TRUE(
+      api.WaitFor([&] { return !Found(d.watch(), GroupKind::kPluginsPodGroup, "ml", "g"); }));
+}
+
 TEST(GroupConventionsE2E, JobSetPodsBecomeOneGang) {
   FakeApiServer api;
   api.ServeResource("jobset.x-k8s.io", "v1alpha2", "jobsets");
