@@ -138,6 +138,8 @@ int RunSimulate(int argc, char** argv) {
                          "queue-hold-timeout-minutes",
                          "queue-hold-when-backfill-blocks",
                          "queue-order",
+                         "queue-backfill-into-holds",
+                         "queue-hold-horizon-minutes",
                          "generate",
                          "profile",
                          "load",
@@ -204,12 +206,13 @@ int RunSimulate(int argc, char** argv) {
   int q_order = -1;
   if (args->Has("queue-claim-order")) {
     const std::string order = args->Get("queue-claim-order");
-    if (order != "most-free" && order != "fewest-gangs") {
-      std::cerr << "topogang simulate: --queue-claim-order must be most-free or fewest-gangs, got '"
+    if (order != "most-free" && order != "fewest-gangs" && order != "soonest-free") {
+      std::cerr << "topogang simulate: --queue-claim-order must be most-free, fewest-gangs or "
+                   "soonest-free, got '"
                 << order << "'\n";
       return 2;
     }
-    q_order = order == "fewest-gangs";
+    q_order = order == "most-free" ? 0 : order == "fewest-gangs" ? 1 : 2;
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus, correlated, estimate_share;
@@ -383,6 +386,12 @@ int RunSimulate(int argc, char** argv) {
   opt.queue.hold_timeout_s = q_timeout < 0 ? -1 : q_timeout * 60;
   opt.queue.hold_when_backfill_blocks = static_cast<int>(q_bf);
   if (args->Has("queue-order")) opt.queue.order = args->Get("queue-order") == "smallest" ? 1 : 0;
+  if (args->Has("queue-backfill-into-holds")) {
+    opt.queue.backfill_into_holds = args->Get("queue-backfill-into-holds") == "1";
+  }
+  if (args->Has("queue-hold-horizon-minutes")) {
+    opt.queue.hold_horizon_s = 60 * std::stod(args->Get("queue-hold-horizon-minutes"));
+  }
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

@@ -134,34 +134,66 @@ void Planner::Assign(const Request& r, int d, int units, bool slice_units,
     int k = cap(ch);
     if (k > 0) kids.emplace_back(k, ch);
   }
-  std::vector<char> used(kids.size(), 0);
+  // Tightest single child that holds them all, if any.
+  int pick = -1;
+  for (size_t i = 0; i < kids.size(); ++i) {
+    if (kids[i].first < units) continue;
+    if (pick < 0 || kids[i].first < kids[pick].first ||
+        (kids[i].first == kids[pick].first && Better(r, kids[i].second, kids[pick].second))) {
+      pick = static_cast<int>(i);
+    }
+  }
+  if (pick >= 0) {
+    Assign(r, kids[pick].second, units, slice_units, out);
+    return;
+  }
+  // Otherwise the gang spans several domains of the lowest tier above the nodes (leaves; NVLink
+  // domains on NVL72): choose those directly, however they group into the tiers between, since
+  // they decide how many NICs and uplinks the gang's traffic crosses. A roomy leaf made of two
+  // half-free racks is worse than one free rack.
+  const int unit_level = c_.node_level() - 1;
+  if (!slice_units && dom.level < unit_level - 1) {
+    kids.clear();
+    for (int u = c_.LevelBegin(unit_level); u < c_.LevelEnd(unit_level); ++u) {
+      const Domain& ud = c_.domain(u);
+      if (ud.node_begin < dom.node_begin || ud.node_end > dom.node_end) continue;
+      const int k = cap(u);
+      if (k > 0) kids.emplace_back(k, u);
+    }
+  }
+  // As few of them as possible (the roomiest), sharing the units as evenly as their
+  // room allows. An all-reduce across children is as slow as its smallest share: the hierarchical
+  // algorithm's ring between NVLink domains runs over each domain's NICs, and a leaf holding one
+  // node of a gang gives that node only its share of the leaf's uplinks (docs/network-model.md).
+  // Filling the roomiest children and putting the rest in the tightest left one child with a
+  // sliver (a 72-tray gang as 18+18+18+17+1 trays); balanced shares are Kueue's
+  // BalancedPlacement (KEP 2724).
+  std::sort(kids.begin(), kids.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return Better(r, a.second, b.second);
+  });
+  size_t k = 0;
+  for (int room = 0; k < kids.size() && room < units; ++k) room += kids[k].first;
+  // Water-fill: the smallest children first, each its fair share of what is left or its room.
+  std::vector<std::pair<int, int>> chosen(kids.begin(), kids.begin() + static_cast<long>(k));
+  std::sort(chosen.begin(), chosen.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second < b.second;
+  });
+  std::vector<int> share(k, 0);
   int remaining = units;
-  while (remaining > 0) {
-    // Tightest single child that holds the rest, if any.
-    int pick = -1;
-    for (size_t i = 0; i < kids.size(); ++i) {
-      if (used[i] || kids[i].first < remaining) continue;
-      if (pick < 0 || kids[i].first < kids[pick].first ||
-          (kids[i].first == kids[pick].first && Better(r, kids[i].second, kids[pick].second))) {
-        pick = static_cast<int>(i);
-      }
-    }
-    if (pick >= 0) {
-      Assign(r, kids[pick].second, remaining, slice_units, out);
-      return;
-    }
-    // Otherwise the roomiest child, filled completely.
-    for (size_t i = 0; i < kids.size(); ++i) {
-      if (used[i]) continue;
-      if (pick < 0 || kids[i].first > kids[pick].first ||
-          (kids[i].first == kids[pick].first && Better(r, kids[i].second, kids[pick].second))) {
-        pick = static_cast<int>(i);
-      }
-    }
-    if (pick < 0) return;  // unreachable: the caller checked the capacity
-    used[pick] = 1;
-    Assign(r, kids[pick].second, kids[pick].first, slice_units, out);
-    remaining -= kids[pick].first;
+  for (size_t i = 0; i < k; ++i) {
+    const int left = static_cast<int>(k - i);
+    share[i] = std::min(chosen[i].first, (remaining + left - 1) / left);
+    remaining -= share[i];
+  }
+  // Children in domain order, so members of one domain are contiguous and ranks follow topology.
+  std::vector<size_t> order(k);
+  for (size_t i = 0; i < k; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return chosen[a].second < chosen[b].second; });
+  for (size_t i : order) {
+    if (share[i] > 0) Assign(r, chosen[i].second, share[i], slice_units, out);
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -30,7 +31,10 @@ absl::Status GangQueue::Enqueue(const GangSpec& gang, absl::Time now) {
   if (Contains(gang.name)) {
     return absl::AlreadyExistsError(absl::StrCat("gang '", gang.name, "' is already waiting"));
   }
-  waiting_.push_back(Entry{gang, now});
+  Entry e;
+  e.spec = gang;
+  e.enqueued = now;
+  waiting_.push_back(std::move(e));
   return absl::OkStatus();
 }
 
@@ -91,6 +95,20 @@ bool GangQueue::BackfillBlocks(const GangScheduler& sched, const Entry& e,
   return members >= e.spec.members;
 }
 
+namespace {
+
+// When a gang is estimated to end: started + its run-time estimate; InfiniteFuture without an
+// estimate or once it has outrun it (nothing more is known then).
+absl::Time EstimatedEnd(const GangRecord& rec, absl::Time now) {
+  if (rec.state == GangState::kHeld || rec.spec.runtime_estimate <= absl::ZeroDuration()) {
+    return absl::InfiniteFuture();
+  }
+  const absl::Time end = rec.reserved_at + rec.spec.runtime_estimate;
+  return end < now ? absl::InfiniteFuture() : end;
+}
+
+}  // namespace
+
 bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   const Cluster& c = sched.cluster();
   const GangSpec& g = e.spec;
@@ -98,8 +116,10 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   if (e.hold_domain < 0 || PotentialMembers(c, e.hold_domain, sku, g.gpus_per_member) < g.members) {
     e.hold_domain = PickHoldDomain(sched, g);
   }
-  if (e.hold_domain < 0)
+  if (e.hold_domain < 0) {
+    e.claim.clear();
     return false;  // can never fit (too big, or drained): nothing worth holding
+  }
   const Domain& d = c.domain(e.hold_domain);
   std::vector<int> nodes;
   int free_members = 0;
@@ -109,6 +129,35 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
     nodes.push_back(n);
     free_members += c.NodeFreeHealthy(n) / g.gpus_per_member;
   }
+  // Per node: gangs running there and when the last of them is estimated to end.
+  std::vector<int> gangs_on(c.num_nodes(), 0);
+  std::vector<absl::Time> free_at(c.num_nodes(), now);
+  for (const auto& [name, rec] : sched.gangs()) {
+    const absl::Time end = EstimatedEnd(rec, now);
+    int last = -1;
+    for (const MemberPlacement& m : rec.placement.members) {
+      if (m.node < 0) continue;  // a member released on its own (GangScheduler::ReleaseMember)
+      if (m.node != last) ++gangs_on[m.node];  // members of one gang on a node are adjacent
+      last = m.node;
+      free_at[m.node] = std::max(free_at[m.node], end);
+    }
+  }
+  // Claim the nodes closest to being free, enough to hold the gang once they are.
+  auto key = [&](int n) {
+    const absl::Time at = options_.claim_order == ClaimOrder::kSoonestFree ? free_at[n] : now;
+    const int gangs = options_.claim_order == ClaimOrder::kMostFree ? 0 : gangs_on[n];
+    return std::make_tuple(at, gangs, -c.NodeFreeHealthy(n), n);
+  };
+  std::sort(nodes.begin(), nodes.end(), [&](int a, int b) { return key(a) < key(b); });
+  const int target =
+      std::max(g.members, static_cast<int>(g.members * options_.claim_factor + 0.999));
+  e.claim.clear();
+  e.ready_at = now;
+  for (int n = 0, members = 0; n < static_cast<int>(nodes.size()) && members < target; ++n) {
+    members += c.node(nodes[n]).gpus / g.gpus_per_member;
+    e.claim.push_back(nodes[n]);
+    e.ready_at = std::max(e.ready_at, free_at[nodes[n]]);
+  }
   if (!e.holding) {
     if (now < e.hold_retry_at) return false;
     const double shortfall = static_cast<double>(g.members - free_members) * g.gpus_per_member;
@@ -116,7 +165,9 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
                               free_members >= options_.hold_ready_fraction * g.members;
     const bool small_shortfall = shortfall <= options_.hold_max_shortfall_share * c.num_gpus();
     const bool waited_too_long = now - e.enqueued >= options_.hold_anyway_after;
-    if (!nearly_ready && !small_shortfall && !waited_too_long &&
+    const bool soon =
+        options_.hold_horizon > absl::ZeroDuration() && e.ready_at - now <= options_.hold_horizon;
+    if (!nearly_ready && !small_shortfall && !waited_too_long && !soon &&
         !(options_.hold_when_backfill_blocks && BackfillBlocks(sched, e, nodes))) {
       return false;
     }
@@ -128,48 +179,43 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
     e.hold_retry_at = now + options_.hold_timeout;
     return false;
   }
-  // Claim the nodes closest to being free, enough to hold the gang once they are; hold the free
-  // GPUs on them now. GPUs freed later on claimed nodes are held on the next Schedule().
-  std::vector<int> gangs_on(options_.claim_order == ClaimOrder::kFewestGangs ? c.num_nodes() : 0);
-  if (!gangs_on.empty()) {
-    for (const auto& [name, rec] : sched.gangs()) {
-      int last = -1;
-      for (const MemberPlacement& m : rec.placement.members) {
-        if (m.node < 0) continue;  // a member released on its own (GangScheduler::ReleaseMember)
-        if (m.node != last) ++gangs_on[m.node];  // members of one gang on a node are adjacent
-        last = m.node;
-      }
-    }
-  }
-  auto key = [&](int n) {
-    return std::make_tuple(gangs_on.empty() ? 0 : gangs_on[n], -c.NodeFreeHealthy(n), n);
-  };
-  std::sort(nodes.begin(), nodes.end(), [&](int a, int b) { return key(a) < key(b); });
+  // Hold the free GPUs of the claim now; GPUs freed there later are held on the next Schedule().
+  HoldClaim(sched, e, now);
+  return true;  // the claim stands even when nothing is free yet
+}
+
+void GangQueue::HoldClaim(GangScheduler& sched, const Entry& e, absl::Time now) {
+  const Cluster& c = sched.cluster();
+  const int g = e.spec.gpus_per_member;
   Placement hold;
-  int members = 0;
-  const int claim =
-      std::max(g.members, static_cast<int>(g.members * options_.claim_factor + 0.999));
-  for (int n : nodes) {
-    if (members >= claim) break;
-    members += c.node(n).gpus / g.gpus_per_member;
+  for (int n : e.claim) {
+    if (c.NodeCordoned(n)) continue;
     MemberPlacement mp{n, {}};
     for (int i = 0; i < c.node(n).gpus; ++i) {
-      int gpu = c.node(n).gpu_begin + i;
+      const int gpu = c.node(n).gpu_begin + i;
       if (c.IsUsable(gpu)) mp.gpus.push_back(gpu);
     }
     if (options_.whole_member_holds) {
       // Leave a partial member's worth to the small jobs already on the node.
-      mp.gpus.resize(mp.gpus.size() / g.gpus_per_member * g.gpus_per_member);
+      mp.gpus.resize(mp.gpus.size() / g * g);
     }
     if (!mp.gpus.empty()) hold.members.push_back(std::move(mp));
   }
-  if (!hold.members.empty()) {
-    GangSpec spec;
-    spec.name = HoldName(g.name);
-    spec.members = static_cast<int>(hold.members.size());
-    (void)sched.Adopt(spec, std::move(hold), GangState::kHeld, now);
-  }
-  return true;  // the claim stands even when nothing is free yet
+  if (hold.members.empty()) return;
+  GangSpec spec;
+  spec.name = HoldName(e.spec.name);
+  spec.members = static_cast<int>(hold.members.size());
+  (void)sched.Adopt(spec, std::move(hold), GangState::kHeld, now);
+}
+
+absl::StatusOr<const GangRecord*> GangQueue::ReserveOnLentHolds(GangScheduler& sched,
+                                                                const Entry& e,
+                                                                const std::vector<size_t>& lenders,
+                                                                absl::Time now) {
+  for (size_t h : lenders) DropHold(sched, waiting_[h]);
+  auto r = sched.Reserve(e.spec, now);
+  for (size_t h : lenders) HoldClaim(sched, waiting_[h], now);
+  return r;
 }
 
 std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now,
@@ -183,12 +229,21 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     return a.enqueued < b.enqueued;
   });
   std::vector<std::string> started;
-  int holds = 0;
+  std::vector<size_t> holders;  // entries holding GPUs in this pass, all before the current one
   for (size_t i = 0; i < waiting_.size();) {
     Entry& e = waiting_[i];
     DropHold(sched, e);
     const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
     auto r = sched.Reserve(e.spec, now);
+    if (!r.ok() && options_.backfill_into_holds && !holders.empty() &&
+        e.spec.runtime_estimate > absl::ZeroDuration()) {
+      // Slurm's backfill rule: run on held GPUs when estimated to end before the hold starts.
+      std::vector<size_t> lenders;
+      for (size_t h : holders) {
+        if (waiting_[h].ready_at >= now + e.spec.runtime_estimate) lenders.push_back(h);
+      }
+      if (!lenders.empty()) r = ReserveOnLentHolds(sched, e, lenders, now);
+    }
     sched.UnmaskNodes(masked);
     if (r.ok()) {
       started.push_back(e.spec.name);
@@ -198,11 +253,14 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     bool starved = now - e.enqueued >= options_.starvation_threshold &&
                    e.spec.total_gpus() >= options_.hold_min_gpus &&
                    r.status().code() == absl::StatusCode::kResourceExhausted;
-    if (starved && holds < options_.max_holds && GrowHold(sched, e, now)) {
-      ++holds;
+    if (starved && static_cast<int>(holders.size()) < options_.max_holds &&
+        GrowHold(sched, e, now)) {
+      holders.push_back(i);
     } else {
       e.hold_domain = -1;
       e.holding = false;
+      e.claim.clear();
+      e.ready_at = absl::InfiniteFuture();
     }
     ++i;
   }

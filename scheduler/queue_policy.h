@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "scheduler/gang.h"
@@ -28,6 +29,8 @@ enum class ClaimOrder {
   kMostFree,     // the nodes with the most free GPUs now
   kFewestGangs,  // the nodes with the fewest gangs still running on them (fewer jobs to wait
                  // for: with heavy-tailed run times the slowest of many ends late), then most free
+  kSoonestFree,  // the nodes whose gangs all end soonest by their run-time estimates (a gang
+                 // without one ends "never"), then as kFewestGangs
 };
 
 // The order gangs of one priority are tried in.
@@ -69,6 +72,14 @@ struct QueueOptions {
   // hold again only after the same time again (its GPUs go back to backfill meanwhile).
   // Zero = never give up.
   absl::Duration hold_timeout = absl::ZeroDuration();
+  // Reservations in time (Slurm's backfill rule, with the users' run-time estimates,
+  // GangSpec::runtime_estimate): a hold knows when its claim should be whole — the latest
+  // estimated end of the gangs on its claimed nodes (never, if one has no estimate) — and a
+  // waiting gang whose estimate says it ends by then may run on the held GPUs meanwhile.
+  bool backfill_into_holds = true;
+  // ... and a hold also starts once its claim is estimated whole within this horizon
+  // (zero: off), whatever the readiness rules above say.
+  absl::Duration hold_horizon = absl::ZeroDuration();
 };
 
 class GangQueue {
@@ -82,6 +93,10 @@ class GangQueue {
     bool holding = false;  // a hold was started (hold_ready_fraction met) and not given up
     absl::Time hold_since = absl::InfinitePast();
     absl::Time hold_retry_at = absl::InfinitePast();  // after a timeout: no hold before this
+    std::vector<int> claim;                           // the nodes the hold waits for, once starved
+    // When the claim should be whole by the run-time estimates of the gangs on it
+    // (InfiniteFuture: unknown).
+    absl::Time ready_at = absl::InfiniteFuture();
   };
 
   // AlreadyExists if a gang of that name is waiting.
@@ -106,6 +121,13 @@ class GangQueue {
  private:
   // Frees the hold of `e` (if any) so the planner can see those GPUs.
   void DropHold(GangScheduler& sched, const Entry& e);
+  // Holds the free GPUs of e's claim (whole members unless configured otherwise).
+  void HoldClaim(GangScheduler& sched, const Entry& e, absl::Time now);
+  // Reserves `e` lending it the GPUs of the holds in `lenders` (entries of waiting_ that hold
+  // and whose claims are estimated whole only after e would end); the holds are rebuilt after.
+  absl::StatusOr<const GangRecord*> ReserveOnLentHolds(GangScheduler& sched, const Entry& e,
+                                                       const std::vector<size_t>& lenders,
+                                                       absl::Time now);
   // Holds free healthy GPUs in e's target domain, up to what the gang needs. False when it
   // holds nothing: no domain could ever hold the gang, the domain is not ready enough yet
   // (hold_ready_fraction), or the hold timed out and is backing off.

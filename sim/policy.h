@@ -32,12 +32,14 @@ struct QueueOverrides {
   int max_holds = -1;
   double claim_factor = -1;
   int whole_member_holds = -1;  // 0/1
-  int claim_order = -1;         // 0 most free, 1 fewest gangs
+  int claim_order = -1;         // ClaimOrder
   double hold_ready_fraction = -1;
   double hold_max_shortfall = -1;
   double hold_timeout_s = -1;
   int hold_when_backfill_blocks = -1;  // 0/1
   int order = -1;                      // QueueOrder
+  int backfill_into_holds = -1;        // 0/1
+  double hold_horizon_s = -1;
 };
 
 struct PolicyContext {

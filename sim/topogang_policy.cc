@@ -42,9 +42,9 @@ class TopogangPolicy : public Policy {
     if (ctx.queue.max_holds >= 0) o.max_holds = ctx.queue.max_holds;
     if (ctx.queue.claim_factor >= 1) o.claim_factor = ctx.queue.claim_factor;
     if (ctx.queue.whole_member_holds >= 0) o.whole_member_holds = ctx.queue.whole_member_holds;
-    if (ctx.queue.claim_order >= 0) {
-      o.claim_order = ctx.queue.claim_order ? ClaimOrder::kFewestGangs : ClaimOrder::kMostFree;
-    }
+    if (ctx.queue.claim_order >= 0) o.claim_order = static_cast<ClaimOrder>(ctx.queue.claim_order);
+    if (ctx.queue.backfill_into_holds >= 0) o.backfill_into_holds = ctx.queue.backfill_into_holds;
+    if (ctx.queue.hold_horizon_s >= 0) o.hold_horizon = absl::Seconds(ctx.queue.hold_horizon_s);
     if (ctx.queue.hold_ready_fraction >= 0) o.hold_ready_fraction = ctx.queue.hold_ready_fraction;
     if (ctx.queue.hold_max_shortfall >= 0)
       o.hold_max_shortfall_share = ctx.queue.hold_max_shortfall;
