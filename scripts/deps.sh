@@ -5,7 +5,8 @@ PKGS=(cmake ninja-build g++ pkg-config git
       libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
       libcpprest-dev libssl-dev libyaml-cpp-dev libabsl-dev prometheus-cpp-dev
       libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev zlib1g-dev
-      libsimdjson-dev libboost-dev)
+      libsimdjson-dev libboost-dev
+      python3 python3-yaml)  # tests/deploy/helm_render.py (renders the Helm chart in ctest)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

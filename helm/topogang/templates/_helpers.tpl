@@ -85,7 +85,9 @@ group: cert-manager.io
 {{- end -}}
 {{- $_ := set $config.daemon.grpc "token_file" (printf "%s/agent-tokens" (include "topogang.tokensDir" .)) -}}
 {{- end -}}
-{{- if and .Values.agent.enabled .Values.agent.allowUnauthenticated -}}
+{{- /* Only into an existing daemon.grpc: without one, topogang.checkAgent (agent.yaml, which helm
+       renders after daemon.yaml) refuses agent.enabled with its own message. */ -}}
+{{- if and .Values.agent.enabled .Values.agent.allowUnauthenticated $config.daemon.grpc -}}
 {{- $_ := set $config.daemon.grpc "allow_unauthenticated_agents" true -}}
 {{- end -}}
 {{- if .Values.tls.enabled -}}
