@@ -7,6 +7,7 @@
 #include <iostream>
 #include <random>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/file_util.h"
 #include "topogang/v1/agent.grpc.pb.h"
@@ -96,21 +97,34 @@ void AgentClient::PumpEvents() {
   }
 }
 
+absl::StatusOr<std::string> AgentClient::CurrentToken() const {
+  if (options_.token_file.empty()) return options_.token;
+  auto t = ReadFileToString(options_.token_file, 1 << 20);
+  if (!t.ok()) return t.status();
+  return std::string(absl::StripAsciiWhitespace(*t));
+}
+
 void AgentClient::ConnectLoop() {
   std::mt19937_64 rng(std::random_device{}());
   absl::Duration backoff = options_.min_backoff;
   for (;;) {
     absl::Status s;
-    bool registered = false;
+    bool registered = false, rotated = false;
     auto channel = MakeAgentChannel(options_);
     if (!channel.ok()) {
       s = channel.status();
     } else {
-      s = Session(*channel, &registered);
+      s = Session(*channel, &registered, &rotated);
     }
     std::unique_lock<std::mutex> lock(mu_);
     if (stop_) return;
     last_error_ = s.ToString();
+    if (rotated) {  // not a failure: reconnect at once with the new token
+      lock.unlock();
+      Log("token file changed; reconnecting with the new token");
+      backoff = options_.min_backoff;
+      continue;
+    }
     if (registered) backoff = options_.min_backoff;  // it worked for a while: start over
     // Full jitter in [backoff/2, backoff] keeps 10k agents from reconnecting in lockstep.
     std::uniform_real_distribution<double> jitter(0.5, 1.0);
@@ -125,8 +139,11 @@ void AgentClient::ConnectLoop() {
   }
 }
 
-absl::Status AgentClient::Session(const std::shared_ptr<grpc::Channel>& channel, bool* registered) {
+absl::Status AgentClient::Session(const std::shared_ptr<grpc::Channel>& channel, bool* registered,
+                                  bool* rotated) {
   auto stub = v1::AgentService::NewStub(channel);
+  auto token = CurrentToken();
+  if (!token.ok()) return token.status();
   auto gpus = source_.Discover();
   if (!gpus.ok()) return gpus.status();
   v1::RegisterRequest reg;
@@ -148,7 +165,7 @@ absl::Status AgentClient::Session(const std::shared_ptr<grpc::Channel>& channel,
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     ctx.set_wait_for_ready(false);
-    if (!options_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + options_.token);
+    if (!token->empty()) ctx.AddMetadata("authorization", "Bearer " + *token);
     grpc::Status st = stub->Register(&ctx, reg, &rr);
     if (!st.ok()) {
       return absl::Status(static_cast<absl::StatusCode>(st.error_code()),
@@ -163,7 +180,7 @@ absl::Status AgentClient::Session(const std::shared_ptr<grpc::Channel>& channel,
                    " GPUs; heartbeat every ", interval_ms.load(), " ms"));
 
   grpc::ClientContext sctx;
-  if (!options_.token.empty()) sctx.AddMetadata("authorization", "Bearer " + options_.token);
+  if (!token->empty()) sctx.AddMetadata("authorization", "Bearer " + *token);
   auto stream = stub->ReportHealth(&sctx);
   std::atomic<bool> reader_done{false};
   std::thread reader([&] {
@@ -182,9 +199,18 @@ absl::Status AgentClient::Session(const std::shared_ptr<grpc::Channel>& channel,
 
   uint64_t seq = 0;
   absl::Time next_beat = absl::Now();  // first heartbeat at once
+  absl::Time next_token_check = absl::Now() + options_.token_check_interval;
   bool broken = false;
   std::unique_lock<std::mutex> lock(mu_);
-  while (!stop_ && !reader_done && !broken) {
+  while (!stop_ && !reader_done && !broken && !*rotated) {
+    if (!options_.token_file.empty() && absl::Now() >= next_token_check) {
+      lock.unlock();
+      auto now_token = CurrentToken();  // unreadable for a moment: keep the old one
+      *rotated = now_token.ok() && !now_token->empty() && *now_token != *token;
+      next_token_check = absl::Now() + options_.token_check_interval;
+      lock.lock();
+      continue;
+    }
     if (!pending_.empty()) {
       GpuEventInfo ev = pending_.front();
       lock.unlock();
@@ -214,14 +240,25 @@ absl::Status AgentClient::Session(const std::shared_ptr<grpc::Channel>& channel,
       lock.lock();
       continue;
     }
-    cv_.wait_for(lock, absl::ToChronoNanoseconds(next_beat - absl::Now()));
+    absl::Time wake = next_beat;
+    if (!options_.token_file.empty()) wake = std::min(wake, next_token_check);
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(wake - absl::Now()));
   }
   const bool stopping = stop_;
+  if (*rotated && !stopping && !broken) {
+    // Half-close and let the daemon answer what is in flight (an event just written), so a
+    // rotation loses nothing; a daemon that does not answer in time is cut off below.
+    lock.unlock();
+    stream->WritesDone();
+    lock.lock();
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return reader_done.load() || stop_; });
+  }
   lock.unlock();
   sctx.TryCancel();
   reader.join();
   grpc::Status st = stream->Finish();
   if (stopping) return absl::CancelledError("agent stopping");
+  if (*rotated) return absl::OkStatus();
   return absl::UnavailableError(absl::StrCat("health stream ended: ", st.error_message(), " (",
                                              static_cast<int>(st.error_code()), ")"));
 }

@@ -25,6 +25,11 @@ struct AgentOptions {
   std::string server;  // host:port
   std::string node;
   std::string token;  // sent as "authorization: Bearer TOKEN" when set
+  // Or read from this file at every connect, and watched while connected: a projected
+  // ServiceAccount token is rotated by the kubelet (at 80% of its lifetime), and when the file
+  // changes the agent reconnects with the new token before the old one expires.
+  std::string token_file;
+  absl::Duration token_check_interval = absl::Seconds(10);
   // TLS: ca_file set = TLS, verifying the daemon against it; cert+key = client certificate.
   std::string ca_file, cert_file, key_file;
   std::string tls_server_name;  // overrides the name checked in the daemon's certificate
@@ -55,8 +60,11 @@ class AgentClient {
  private:
   void ConnectLoop();
   void PumpEvents();
-  // One Register + stream; returns why it ended.
-  absl::Status Session(const std::shared_ptr<grpc::Channel>& channel, bool* registered);
+  // One Register + stream; returns why it ended. *rotated: it ended because the token changed.
+  absl::Status Session(const std::shared_ptr<grpc::Channel>& channel, bool* registered,
+                       bool* rotated);
+  // options_.token, or the token file's content (trimmed).
+  absl::StatusOr<std::string> CurrentToken() const;
   void Log(const std::string& line);
 
   AgentOptions options_;

@@ -23,7 +23,9 @@ Reports this node's GPUs and their health to topogangd.
 
   --server HOST:PORT     topogangd gRPC address
   --node NAME            node name (default: $NODE_NAME, from the downward API)
-  --token-file FILE      bearer token identifying this node (or $TOPOGANG_AGENT_TOKEN)
+  --token-file FILE      bearer token identifying this node (or $TOPOGANG_AGENT_TOKEN): a
+                         per-node token, or the pod's projected ServiceAccount token (re-read
+                         when the kubelet rotates it)
   --ca FILE              CA bundle to verify topogangd (enables TLS)
   --cert FILE --key FILE client certificate (mutual TLS); its CN/SAN must be the node name
   --tls-server-name NAME expected name in topogangd's certificate
@@ -129,12 +131,13 @@ int main(int argc, char** argv) {
   }
   std::string token_file = args->Get("token-file");
   if (!token_file.empty()) {
+    // Read again at every connect and watched while connected (projected tokens rotate).
     auto t = ReadFileToString(token_file);
     if (!t.ok()) {
       std::cerr << "topogang-agent: " << t.status().message() << "\n";
       return 2;
     }
-    o.token = std::string(absl::StripAsciiWhitespace(*t));
+    o.token_file = token_file;
   } else if (std::getenv("TOPOGANG_AGENT_TOKEN")) {
     o.token = std::getenv("TOPOGANG_AGENT_TOKEN");
   }

@@ -26,7 +26,9 @@ grpc::Status CheckNodeName(const std::string& node) {
 }  // namespace
 
 // One ReportHealth stream: read a report, handle it, write the ack, read the next. Exactly one
-// operation is pending at any time, so every path ends in exactly one Finish.
+// operation (or the first report's authentication) is pending at any time, so every path ends in
+// exactly one Finish. The first report names the node; the caller's identity is checked against
+// it (possibly a TokenReview on a review worker) before anything else happens.
 class AgentServiceImpl::HealthStream
     : public grpc::ServerBidiReactor<v1::HealthReport, v1::HealthAck> {
  public:
@@ -39,13 +41,11 @@ class AgentServiceImpl::HealthStream
       Finish(grpc::Status::OK);  // client closed or call cancelled
       return;
     }
-    ack_.Clear();
-    grpc::Status s = svc_->DoReport(*ctx_, &node_, report_, &ack_);
-    if (!s.ok()) {
-      Finish(s);
-      return;
+    if (node_.empty()) {
+      Authenticate();
+    } else {
+      Handle();
     }
-    StartWrite(&ack_);
   }
   void OnWriteDone(bool ok) override {
     if (!ok) {
@@ -55,14 +55,62 @@ class AgentServiceImpl::HealthStream
     StartRead(&report_);
   }
   void OnDone() override {
+    if (tracked_) svc_->Untrack(this, expires_);
     --svc_->active_streams_;
     delete this;
   }
+  // From the expiry sweep (under the service's expiring_mu_, so this stream is alive).
+  void Expire() { ctx_->TryCancel(); }
 
  private:
+  void Authenticate() {
+    if (grpc::Status s = CheckNodeName(report_.node()); !s.ok()) {
+      Finish(s);
+      return;
+    }
+    // The stream stays alive until Finish, so `this` outlives the callback.
+    svc_->auth_.AuthorizeAgentAsync(*ctx_, report_.node(), [this](AgentGrant g) {
+      if (!g.status.ok()) {
+        Finish(g.status);
+        return;
+      }
+      if (!svc_->Registered(report_.node())) {
+        Finish(Status(
+            grpc::StatusCode::FAILED_PRECONDITION,
+            absl::StrCat("node '", report_.node(), "' has not registered; call Register first")));
+        return;
+      }
+      node_ = report_.node();
+      expires_ = g.expires;
+      if (expires_ != absl::InfiniteFuture()) {
+        tracked_ = true;
+        svc_->Track(this, expires_);
+      }
+      Handle();
+    });
+  }
+  void Handle() {
+    if (svc_->state_.clock().Now() >= expires_) {
+      Finish(Status(grpc::StatusCode::UNAUTHENTICATED,
+                    absl::StrCat("the token this stream was opened with expired at ",
+                                 absl::FormatTime(expires_),
+                                 "; reconnect with the current (rotated) token")));
+      return;
+    }
+    ack_.Clear();
+    grpc::Status s = svc_->DoReport(node_, report_, &ack_);
+    if (!s.ok()) {
+      Finish(s);
+      return;
+    }
+    StartWrite(&ack_);
+  }
+
   AgentServiceImpl* svc_;
   grpc::CallbackServerContext* ctx_;
   std::string node_;
+  absl::Time expires_ = absl::InfiniteFuture();
+  bool tracked_ = false;
   v1::HealthReport report_;
   v1::HealthAck ack_;
 };
@@ -75,7 +123,14 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext
                                                      const v1::RegisterRequest* req,
                                                      v1::RegisterResponse* resp) {
   grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
-  r->Finish(DoRegister(*ctx, *req, resp));
+  if (grpc::Status s = CheckNodeName(req->node()); !s.ok()) {
+    r->Finish(s);
+    return r;
+  }
+  // req and resp live until Finish.
+  auth_.AuthorizeAgentAsync(*ctx, req->node(), [this, r, req, resp](AgentGrant g) {
+    r->Finish(g.status.ok() ? DoRegister(*req, resp) : g.status);
+  });
   return r;
 }
 
@@ -84,16 +139,34 @@ grpc::ServerBidiReactor<v1::HealthReport, v1::HealthAck>* AgentServiceImpl::Repo
   return new HealthStream(this, ctx);
 }
 
+void AgentServiceImpl::Track(HealthStream* s, absl::Time expires) {
+  std::lock_guard<std::mutex> lock(expiring_mu_);
+  expiring_.insert({expires, s});
+}
+
+void AgentServiceImpl::Untrack(HealthStream* s, absl::Time expires) {
+  std::lock_guard<std::mutex> lock(expiring_mu_);
+  expiring_.erase({expires, s});
+}
+
+int AgentServiceImpl::EndExpiredStreams(absl::Time now) {
+  std::lock_guard<std::mutex> lock(expiring_mu_);
+  int n = 0;
+  for (auto it = expiring_.begin(); it != expiring_.end() && it->first <= now;) {
+    it->second->Expire();
+    it = expiring_.erase(it);
+    ++n;
+  }
+  return n;
+}
+
 bool AgentServiceImpl::Registered(absl::string_view node) const {
   std::lock_guard<std::mutex> lock(mu_);
   return agents_.contains(node);
 }
 
-grpc::Status AgentServiceImpl::DoRegister(const grpc::ServerContextBase& ctx,
-                                          const v1::RegisterRequest& req,
+grpc::Status AgentServiceImpl::DoRegister(const v1::RegisterRequest& req,
                                           v1::RegisterResponse* resp) {
-  if (grpc::Status s = CheckNodeName(req.node()); !s.ok()) return s;
-  if (grpc::Status s = auth_.AuthorizeAgent(ctx, req.node()); !s.ok()) return s;
   if (req.agent_version().size() > 128 || req.driver_version().size() > 128) {
     return Status(grpc::StatusCode::INVALID_ARGUMENT, "version strings are at most 128 bytes");
   }
@@ -186,31 +259,22 @@ grpc::Status AgentServiceImpl::DoRegister(const grpc::ServerContextBase& ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status AgentServiceImpl::DoReport(const grpc::ServerContextBase& ctx, std::string* node,
-                                        const v1::HealthReport& report, v1::HealthAck* ack) {
-  if (node->empty()) {
-    if (grpc::Status s = CheckNodeName(report.node()); !s.ok()) return s;
-    if (grpc::Status s = auth_.AuthorizeAgent(ctx, report.node()); !s.ok()) return s;
-    if (!Registered(report.node())) {
-      return Status(
-          grpc::StatusCode::FAILED_PRECONDITION,
-          absl::StrCat("node '", report.node(), "' has not registered; call Register first"));
-    }
-    *node = report.node();
-  } else if (report.node() != *node) {
+grpc::Status AgentServiceImpl::DoReport(const std::string& node, const v1::HealthReport& report,
+                                        v1::HealthAck* ack) {
+  if (report.node() != node) {
     return Status(grpc::StatusCode::INVALID_ARGUMENT,
-                  absl::StrCat("stream started for node '", *node, "', report names '",
+                  absl::StrCat("stream started for node '", node, "', report names '",
                                report.node().substr(0, 253), "'"));
   }
   ack->set_heartbeat_interval_ms(absl::ToInt64Milliseconds(options_.heartbeat_interval));
   switch (report.body_case()) {
     case v1::HealthReport::kHeartbeat:
-      monitor_.Seen(*node);
+      monitor_.Seen(node);
       ack->set_seq(report.heartbeat().seq());
       return grpc::Status::OK;
     case v1::HealthReport::kGpuEvent:
-      monitor_.Seen(*node);
-      return HandleGpuEvent(*node, report.gpu_event(), ack);
+      monitor_.Seen(node);
+      return HandleGpuEvent(node, report.gpu_event(), ack);
     case v1::HealthReport::BODY_NOT_SET:
       break;
   }

@@ -1,7 +1,9 @@
 // topogang.v1.AgentService: node agents register their GPUs and stream heartbeats and GPU
 // events. Callback API, so 10k+ idle agent streams cost no threads. Fatal events flip the GPU's
 // health bit in the DaemonState at once (with the core's re-planning); the HeartbeatMonitor
-// handles silence.
+// handles silence. Agents are authenticated off the callback threads (Authenticator's async path)
+// and a stream opened with an expiring token (a projected ServiceAccount token) is ended when the
+// token expires, so the agent reconnects with its rotated one.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
@@ -44,12 +47,15 @@ class AgentServiceImpl final : public ::topogang::v1::AgentService::CallbackServ
   grpc::ServerBidiReactor<v1::HealthReport, v1::HealthAck>* ReportHealth(
       grpc::CallbackServerContext* ctx) override;
 
-  // The logic, separate from the reactors so tests and the stream share it.
-  grpc::Status DoRegister(const grpc::ServerContextBase& ctx, const v1::RegisterRequest& req,
-                          v1::RegisterResponse* resp);
-  // `node` is the stream's node: empty before the first report, then fixed.
-  grpc::Status DoReport(const grpc::ServerContextBase& ctx, std::string* node,
-                        const v1::HealthReport& report, v1::HealthAck* ack);
+  // The logic after authentication, separate from the reactors.
+  grpc::Status DoRegister(const v1::RegisterRequest& req, v1::RegisterResponse* resp);
+  // One report on an authenticated stream for `node`.
+  grpc::Status DoReport(const std::string& node, const v1::HealthReport& report,
+                        v1::HealthAck* ack);
+
+  // Cancels every stream whose credentials expired at or before `now`; returns how many. The
+  // server calls it with the monitor's period; a report on an expired stream is refused at once.
+  int EndExpiredStreams(absl::Time now);
 
   bool Registered(absl::string_view node) const;
   size_t active_streams() const { return active_streams_.load(); }
@@ -57,6 +63,8 @@ class AgentServiceImpl final : public ::topogang::v1::AgentService::CallbackServ
  private:
   class HealthStream;
   grpc::Status HandleGpuEvent(absl::string_view node, const v1::GpuEvent& ev, v1::HealthAck* ack);
+  void Track(HealthStream* s, absl::Time expires);
+  void Untrack(HealthStream* s, absl::Time expires);
 
   DaemonState& state_;
   HeartbeatMonitor& monitor_;
@@ -65,6 +73,10 @@ class AgentServiceImpl final : public ::topogang::v1::AgentService::CallbackServ
   mutable std::mutex mu_;
   absl::flat_hash_map<std::string, AgentRecord> agents_;
   std::atomic<size_t> active_streams_{0};
+  // Authenticated streams whose credentials expire, soonest first. A stream leaves the set in
+  // OnDone, under expiring_mu_, before it is deleted, so the sweep never touches a dead one.
+  std::mutex expiring_mu_;
+  std::set<std::pair<absl::Time, HealthStream*>> expiring_;
 };
 
 }  // namespace topogang

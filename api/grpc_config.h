@@ -7,6 +7,13 @@
 //             require_client_cert: true}
 //       token_file: /secrets/agent-tokens     # "TOKEN NODE" / "TOKEN @admin" lines
 //       allow_unauthenticated_agents: false
+//       allow_unauthenticated_admin: false    # Drain/Undrain from anyone (demos only)
+//       token_review:                         # agents: projected ServiceAccount tokens
+//         audiences: [topogang]
+//         agent_service_accounts: [topogang-system/topogang-agent]
+//         cache_ttl_seconds: 10  negative_cache_ttl_seconds: 10  timeout_ms: 5000  workers: 4
+//       access_review:                        # Drain/Undrain: SubjectAccessReview (RBAC)
+//         cache_ttl_seconds: 10  negative_cache_ttl_seconds: 10
 //       heartbeat_interval_seconds: 10
 //       heartbeat_window_seconds: 30
 //       monitor_period_ms: 1000

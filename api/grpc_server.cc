@@ -4,6 +4,7 @@
 #include <grpcpp/server_builder.h>
 
 #include "absl/strings/str_cat.h"
+#include "api/review_cache.h"
 #include "common/file_util.h"
 #include "scheduler/gpu_health_policy.h"
 
@@ -60,9 +61,51 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState& state,
     tokens.admin_tokens.insert(loaded->admin_tokens.begin(), loaded->admin_tokens.end());
   }
 
+  const TokenReviewOptions& tr = options.token_review;
+  if (tr.enabled) {
+    if (options.token_reviewer == nullptr) {
+      return absl::InvalidArgumentError(
+          "token_review needs the Kubernetes API (TokenReview): run topogangd in cluster mode");
+    }
+    if (tr.audiences.empty() || tr.agent_usernames.empty()) {
+      return absl::InvalidArgumentError(
+          "token_review needs audiences and at least one agent service account");
+    }
+  }
+  if (options.access_review.enabled) {
+    if (!tr.enabled) {
+      return absl::InvalidArgumentError(
+          "access_review needs token_review: callers are identified by their token");
+    }
+    if (options.access_reviewer == nullptr) {
+      return absl::InvalidArgumentError(
+          "access_review needs the Kubernetes API (SubjectAccessReview): run topogangd in "
+          "cluster mode");
+    }
+  }
+
   std::unique_ptr<GrpcServer> s(new GrpcServer());
-  s->auth_ =
-      std::make_unique<Authenticator>(std::move(tokens), options.allow_unauthenticated_agents);
+  s->state_ = &state;
+  AuthenticatorOptions ao_auth;
+  ao_auth.tokens = std::move(tokens);
+  ao_auth.allow_unauthenticated_agents = options.allow_unauthenticated_agents;
+  ao_auth.allow_unauthenticated_admin = options.allow_unauthenticated_admin;
+  if (tr.enabled) {
+    ao_auth.token_reviewer = std::make_shared<CachingTokenReviewer>(
+        options.token_reviewer, state.clock(),
+        ReviewCacheOptions{tr.cache_ttl, tr.negative_cache_ttl});
+    ao_auth.audiences = tr.audiences;
+    ao_auth.agent_usernames = tr.agent_usernames;
+    // A reconnect storm (12,500 agents after a daemon restart) queues one review per agent.
+    s->workers_ = std::make_unique<ReviewWorkers>(tr.workers, 65536);
+  }
+  if (options.access_review.enabled) {
+    ao_auth.access_reviewer = std::make_shared<CachingAccessReviewer>(
+        options.access_reviewer, state.clock(),
+        ReviewCacheOptions{options.access_review.cache_ttl,
+                           options.access_review.negative_cache_ttl});
+  }
+  s->auth_ = std::make_unique<Authenticator>(std::move(ao_auth), s->workers_.get());
   s->monitor_ = std::make_unique<HeartbeatMonitor>(state, options.heartbeat_window);
   s->placement_ = std::make_unique<PlacementServiceImpl>(state, *s->auth_);
   AgentServiceOptions ao;
@@ -96,6 +139,7 @@ void GrpcServer::MonitorLoop(absl::Duration period) {
     if (stopped_) break;
     lock.unlock();
     monitor_->CheckNow();
+    agent_->EndExpiredStreams(state_->clock().Now());
     lock.lock();
   }
 }
@@ -109,6 +153,8 @@ void GrpcServer::Shutdown() {
   cv_.notify_all();
   if (monitor_thread_.joinable()) monitor_thread_.join();
   placement_->Stop();
+  // RPCs waiting for a TokenReview are answered UNAVAILABLE; later ones at once, the same way.
+  if (workers_) workers_->Stop();
   // Give unary calls a moment, then cancel what is left (agent streams wait on reads forever).
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
   server_->Wait();

@@ -17,6 +17,8 @@
 #include "api/heartbeat_monitor.h"
 #include "api/identity.h"
 #include "api/placement_service.h"
+#include "api/review_workers.h"
+#include "api/reviewers.h"
 #include "daemon/daemon_state.h"
 
 namespace topogang {
@@ -31,6 +33,28 @@ struct GrpcTlsOptions {
   bool require_client_cert = true;
 };
 
+// Agents authenticated by their projected ServiceAccount token, checked with the API server's
+// TokenReview (docs/security.md). Also how Drain callers are identified for access_review.
+struct TokenReviewOptions {
+  bool enabled = false;
+  // spec.audiences: the audience of the agents' projected token (and of admin callers' tokens).
+  std::vector<std::string> audiences = {"topogang"};
+  // "system:serviceaccount:NS:NAME" of the agent DaemonSet; required when enabled.
+  std::set<std::string> agent_usernames;
+  absl::Duration cache_ttl = absl::Seconds(10);
+  absl::Duration negative_cache_ttl = absl::Seconds(10);
+  absl::Duration timeout = absl::Seconds(5);  // one TokenReview round trip (topogangd's main)
+  int workers = 4;                            // threads that wait on TokenReviews
+};
+
+// Drain/Undrain allowed by the API server's SubjectAccessReview (RBAC) on verb drain/undrain of
+// nodes.topogang.io; needs token_review for the caller's identity.
+struct AccessReviewOptions {
+  bool enabled = false;
+  absl::Duration cache_ttl = absl::Seconds(10);
+  absl::Duration negative_cache_ttl = absl::Seconds(10);
+};
+
 struct GrpcServerOptions {
   std::string address = "127.0.0.1:0";  // host:port; port 0 = chosen by the OS
   GrpcTlsOptions tls;
@@ -39,6 +63,15 @@ struct GrpcServerOptions {
   // Accept agents that present neither a certificate nor a token. For plaintext demos and tests
   // only: any caller could then report for any node.
   bool allow_unauthenticated_agents = false;
+  // Accept Drain/Undrain from anyone. Demos and tests only; without it and without an @admin
+  // token or access_review, they are refused.
+  bool allow_unauthenticated_admin = false;
+  TokenReviewOptions token_review;
+  AccessReviewOptions access_review;
+  // What answers the reviews (the API server, wired by topogangd's main; a fake in tests); the
+  // server caches their verdicts. Required when the matching option is enabled.
+  std::shared_ptr<TokenReviewer> token_reviewer;
+  std::shared_ptr<AccessReviewer> access_reviewer;
   absl::Duration heartbeat_interval = absl::Seconds(10);
   absl::Duration heartbeat_window = absl::Seconds(30);
   // How often the monitor thread checks for silent agents; 0 = window / 10, at least 100 ms.
@@ -56,7 +89,7 @@ class GrpcServer {
   HeartbeatMonitor& monitor() { return *monitor_; }
   AgentServiceImpl& agents() { return *agent_; }
   // Ends streams (WatchDecisions within ~100 ms, agent streams at once), stops the monitor,
-  // and waits for handlers. Idempotent.
+  // answers RPCs still waiting for a TokenReview, and waits for handlers. Idempotent.
   void Shutdown();
 
  private:
@@ -66,6 +99,8 @@ class GrpcServer {
   void MonitorLoop(absl::Duration period);
 
   int port_ = 0;
+  DaemonState* state_ = nullptr;
+  std::unique_ptr<ReviewWorkers> workers_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<HeartbeatMonitor> monitor_;
   std::unique_ptr<PlacementServiceImpl> placement_;

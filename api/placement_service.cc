@@ -209,9 +209,12 @@ grpc::Status PlacementServiceImpl::WatchDecisions(grpc::ServerContext* ctx,
 
 grpc::Status PlacementServiceImpl::SetDrain(grpc::ServerContext* ctx, const v1::DrainRequest* req,
                                             bool drain, v1::NodeHealth* resp) {
-  if (grpc::Status s = auth_.AuthorizeAdmin(*ctx); !s.ok()) return s;
   if (req->node().empty() || req->node().size() > 253)
     return Invalid("node name must be 1..253 bytes");
+  if (grpc::Status s = auth_.AuthorizeAdmin(*ctx, drain ? kDrainVerb : kUndrainVerb, req->node());
+      !s.ok()) {
+    return s;
+  }
   if (drain && req->reason().empty()) return Invalid("drain needs a reason");
   if (req->reason().size() > 256) return Invalid("reason longer than 256 bytes");
   absl::Status s = state_.SetAdminDrain(req->node(), drain, drain ? req->reason() : "");

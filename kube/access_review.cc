@@ -34,9 +34,8 @@ std::string MakeSubjectAccessReview(const SubjectAccessReviewSpec& s) {
   // The authorizer sees the same extra the authenticator reported (pod name, node name, ...), so
   // policies that key on them (e.g. a webhook authorizer) decide as they would for the API.
   if (!s.extra.empty()) spec["extra"] = s.extra;
-  return DumpJson(Json{{"apiVersion", "authorization.k8s.io/v1"},
-                       {"kind", "SubjectAccessReview"},
-                       {"spec", spec}});
+  return DumpJson(Json{
+      {"apiVersion", "authorization.k8s.io/v1"}, {"kind", "SubjectAccessReview"}, {"spec", spec}});
 }
 
 absl::StatusOr<SubjectAccessReviewStatus> ParseSubjectAccessReviewResponse(int http_status,

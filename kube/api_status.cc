@@ -34,8 +34,8 @@ absl::Status ApiCallError(absl::string_view what, int http_status, absl::string_
       return absl::PermissionDeniedError(
           absl::StrCat(text, " (the API server refused topogangd's own credentials)"));
     case 403:
-      return absl::PermissionDeniedError(
-          absl::StrCat(text, " (topogangd's service account lacks the right: see deploy/rbac.yaml)"));
+      return absl::PermissionDeniedError(absl::StrCat(
+          text, " (topogangd's service account lacks the right: see deploy/rbac.yaml)"));
     case 400:
     case 404:
     case 409:

@@ -45,9 +45,8 @@ absl::StatusOr<std::vector<std::string>> StringList(const Json* arr, absl::strin
 std::string MakeTokenReview(absl::string_view token, const std::vector<std::string>& audiences) {
   Json spec = {{"token", std::string(token)}};
   if (!audiences.empty()) spec["audiences"] = audiences;
-  return DumpJson(Json{{"apiVersion", "authentication.k8s.io/v1"},
-                       {"kind", "TokenReview"},
-                       {"spec", spec}});
+  return DumpJson(
+      Json{{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "TokenReview"}, {"spec", spec}});
 }
 
 absl::StatusOr<TokenReviewStatus> ParseTokenReviewResponse(int http_status,

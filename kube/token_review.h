@@ -35,7 +35,6 @@ std::string MakeTokenReview(absl::string_view token, const std::vector<std::stri
 // wrongly-audienced token is authenticated=false, not an error). Other codes: ApiCallError
 // (kube/api_status.h), e.g. 403 when topogangd may not create tokenreviews. A body that is not a
 // TokenReview, or has fields of the wrong type: FAILED_PRECONDITION naming the field.
-absl::StatusOr<TokenReviewStatus> ParseTokenReviewResponse(int http_status,
-                                                           absl::string_view body);
+absl::StatusOr<TokenReviewStatus> ParseTokenReviewResponse(int http_status, absl::string_view body);
 
 }  // namespace topogang

@@ -42,6 +42,7 @@
 #include "kube/leader_election.h"
 #include "kube/node_drain_writer.h"
 #include "topogangd/daemon_config.h"
+#include "topogangd/kube_reviewers.h"
 
 namespace topogang {
 namespace {
@@ -52,6 +53,7 @@ constexpr char kUsage[] =
     "options: --url-prefix PATH  --bind-window-ms N  --gpu-resource NAME\n"
     "         --grpc-address HOST:PORT (gRPC placement + agent services; also daemon.grpc)\n"
     "         --grpc-insecure-agents (accept agents without a token or certificate: demos only)\n"
+    "         --grpc-insecure-admin (accept drain/undrain from anyone: demos only)\n"
     "         --leader-elect=true|false (cluster mode; default true)  --lease-namespace NS\n"
     "         --gang-barrier auto|topogang (who holds upstream PodGroup gangs; default auto)\n"
     "         --tls-cert-file F --tls-key-file F [--tls-client-ca-file F] (or daemon.tls)\n";
@@ -67,7 +69,7 @@ int Main(int argc, char** argv) {
                 {"cluster", "config", "http-port", "bind-address", "url-prefix", "bind-window-ms",
                  "gpu-resource", "kubeconfig", "grpc-address", "leader-elect", "lease-namespace",
                  "gang-barrier", "tls-cert-file", "tls-key-file", "tls-client-ca-file"},
-                {"in-cluster", "help", "grpc-insecure-agents"});
+                {"in-cluster", "help", "grpc-insecure-agents", "grpc-insecure-admin"});
   if (!args.ok()) return Fail(absl::StrCat(args.status().message(), "\n", kUsage));
   if (args->Has("help")) {
     std::cout << kUsage;
@@ -152,6 +154,7 @@ int Main(int argc, char** argv) {
     grpc_options = *g;
     if (args->Has("grpc-address")) grpc_options.address = args->Get("grpc-address");
     if (args->Has("grpc-insecure-agents")) grpc_options.allow_unauthenticated_agents = true;
+    if (args->Has("grpc-insecure-admin")) grpc_options.allow_unauthenticated_admin = true;
   }
   // Block the stop signals in every thread; main waits for them with sigwait.
   // Every gang member waits at the bind barrier on its own connection: a 2,000-member gang is
@@ -313,6 +316,15 @@ int Main(int argc, char** argv) {
   if (sync) sync->Start();
   if (elector) elector->Start();
   std::unique_ptr<GrpcServer> grpc_server;
+  if (want_grpc && kube &&
+      (grpc_options.token_review.enabled || grpc_options.access_review.enabled)) {
+    // Agents' ServiceAccount tokens and Drain callers are checked with the API server (its own
+    // client: a review waits at most token_review.timeout).
+    auto reviews = std::make_shared<KubeReviewClient>(
+        std::make_shared<KubeClient>(kube_config, grpc_options.token_review.timeout));
+    grpc_options.token_reviewer = std::make_shared<KubeTokenReviewer>(reviews);
+    grpc_options.access_reviewer = std::make_shared<KubeAccessReviewer>(reviews);
+  }
   if (want_grpc) {
     auto g = StartGrpcServer(*state, grpc_options);
     if (!g.ok()) {

@@ -407,6 +407,10 @@ render_chart() {
       'token_file=(printf "%s/agent-tokens" (include "topogang.tokensDir" .))')
         [ "$tokens" = 1 ] && g+="token_file: $tokens_dir/agent-tokens"$'\n' ;;
       'allow_unauthenticated_agents=true') [ "$insecure" = 1 ] && g+="$k: true"$'\n' ;;
+      # daemon.drainRbac (default true) turns both on, so every variant here has them.
+      'token_review=(dict "audiences" (list .Values.agent.serviceAccountToken.audience) "agent_service_accounts" (list (printf "%s/topogang-agent" .Release.Namespace)))')
+        [ "$drain_rbac" = true ] && g+="token_review:"$'\n'"  audiences: [$sa_audience]"$'\n'"  agent_service_accounts: [topogang-system/topogang-agent]"$'\n' ;;
+      'access_review=(dict)') [ "$drain_rbac" = true ] && g+="access_review: {}"$'\n' ;;
       *) fail "$T/_helpers.tpl: daemon.grpc.$k = $e: a set this check does not render" ;;
     esac
   done <<<"$grpc_sets"
@@ -419,6 +423,10 @@ render_chart() {
 if yaml_block "$vals" '^config:' | grep -qE '^  (leader_election|tls|health_port|grpc:.*token_file)|^    (token_file|allow_unauthenticated_agents):'; then
   fail "$vals: config sets leader_election/tls/health_port/token_file/allow_unauthenticated_agents, which the chart derives (a token_file or TLS file with no Secret mounted makes topogangd exit 2)"
 fi
+drain_rbac=$(yaml_block "$vals" '^daemon:' | sed -n 's/^drainRbac:[[:space:]]*\([a-z]*\).*/\1/p')
+sa_audience=$(yaml_block "$vals" '^agent:' | yaml_block /dev/stdin '^serviceAccountToken:' | sed -n 's/^audience:[[:space:]]*\([^[:space:]#]*\).*/\1/p')
+[ -n "$drain_rbac" ] && [ -n "$sa_audience" ] ||
+  fail "$vals: daemon.drainRbac or agent.serviceAccountToken.audience missing (daemon.grpc.token_review/access_review)"
 cargs=()
 gang_barrier=$(yaml_block "$vals" '^daemon:' | sed -n 's/^gangBarrier:[[:space:]]*"\{0,1\}\([a-z]*\).*/\1/p')
 mapfile -t cargs < <(container_args $T/daemon.yaml | sed "s/{{ \.Values\.daemon\.gangBarrier }}/$gang_barrier/g")

@@ -275,6 +275,8 @@ VARIANTS = [
     ("defaults", {}, [], {}),
     ("agent with per-node tokens", TOKENS, [], {}),
     ("agent.allowUnauthenticated", INSECURE, [], {}),
+    ("agent with projected ServiceAccount tokens", {"agent": {"enabled": True}}, [], {}),
+    ("daemon.drainRbac=false", {"daemon": {"drainRbac": False}}, [], {}),
     ("daemon.agentTokensSecret without agents", {"daemon": {"agentTokensSecret": "topogangd-agent-tokens"}}, [], {}),
     ("tls.enabled (cert-manager, bootstrapped CA)", {"tls": {"enabled": True}}, [], {}),
     ("tls.enabled (cert-manager, user ClusterIssuer)",
@@ -330,7 +332,8 @@ FAIL_CASES = [
      "needs config.daemon.grpc"),
     ("agent.enabled without gRPC (allowUnauthenticated)", INSECURE, ["config.daemon.grpc=null"],
      "agent.enabled needs config.daemon.grpc"),
-    ("agent.enabled without an identity", {"agent": {"enabled": True}}, [],
+    ("agent.enabled without an identity",
+     {"agent": {"enabled": True, "serviceAccountToken": {"enabled": False}}}, [],
      "agent.enabled needs agent.tokenSecret and daemon.agentTokensSecret"),
     ("agent.enabled with agent.tokenSecret only", {"agent": {"enabled": True, "tokenSecret": "t"}}, [],
      "agent.enabled needs agent.tokenSecret and daemon.agentTokensSecret"),
@@ -631,6 +634,9 @@ def check_render(manifests, values, label, rep, topogangd, chart_dir):
             elif "secret" not in vols.get(mounts[under[0]], {}):
                 rep.fail("%s: config %s %s is mounted from %s, not a Secret" % (label, ".".join(path), f, mounts[under[0]]))
         grpc = dig(cfg, "daemon", "grpc")
+        if grpc and bool(dig(values, "daemon", "drainRbac")) != (dig(grpc, "access_review") is not None):
+            rep.fail("%s: daemon.drainRbac=%r but daemon.grpc.access_review=%r"
+                     % (label, dig(values, "daemon", "drainRbac"), dig(grpc, "access_review")))
         if bool(dig(values, "daemon", "agentTokensSecret")) != bool(dig(grpc, "token_file")):
             rep.fail("%s: daemon.agentTokensSecret=%r but daemon.grpc.token_file=%r" % (
                 label, dig(values, "daemon", "agentTokensSecret"), dig(grpc, "token_file")))
@@ -741,6 +747,7 @@ def check_render(manifests, values, label, rep, topogangd, chart_dir):
                                  % (label, dig(x, "metadata", "name"), host))
 
     # -- agents: --server is topogangd's gRPC Service port, the token file is mounted
+    grpc_cfg = dig(cfg, "daemon", "grpc")
     for o, t in pods:
         if o["kind"] != "DaemonSet":
             continue
@@ -756,8 +763,24 @@ def check_render(manifests, values, label, rep, topogangd, chart_dir):
         for x in a:
             if x.startswith("--token-file=") and not any(x.split("=", 1)[1].startswith(m.rstrip("/") + "/") for m in amounts):
                 rep.fail("%s: %s is under no volumeMount (%s)" % (who, x, amounts))
-        if bool(dig(values, "agent", "tokenSecret")) != any(x.startswith("--token-file=") for x in a):
-            rep.fail("%s: agent.tokenSecret=%r but args %s" % (who, dig(values, "agent", "tokenSecret"), a))
+        sa_token = bool(dig(values, "agent", "serviceAccountToken", "enabled")) and not dig(values, "agent", "tokenSecret")
+        if bool(dig(values, "agent", "tokenSecret") or sa_token) != any(x.startswith("--token-file=") for x in a):
+            rep.fail("%s: agent.tokenSecret=%r, serviceAccountToken=%s but args %s"
+                     % (who, dig(values, "agent", "tokenSecret"), sa_token, a))
+        # The projected token: the audience topogangd's TokenReview asks for, the ServiceAccount
+        # it accepts as agents.
+        vols = {v.get("name"): v for v in dig(t, "spec", "volumes") or []}
+        sources = dig(vols.get("token"), "projected", "sources") or []
+        sat = [x["serviceAccountToken"] for x in sources if isinstance(x, dict) and "serviceAccountToken" in x]
+        if sa_token != bool(sat):
+            rep.fail("%s: serviceAccountToken=%s but projected token volume %s" % (who, sa_token, sat))
+        if sat and (sat[0].get("audience") not in (dig(grpc_cfg, "token_review", "audiences") or [])
+                    or dig(t, "spec", "serviceAccountName") is None
+                    or "%s/%s" % (NS, dig(t, "spec", "serviceAccountName"))
+                    not in (dig(grpc_cfg, "token_review", "agent_service_accounts") or [])):
+            rep.fail("%s: projected token (audience %s, ServiceAccount %s) is not what daemon.grpc.token_review "
+                     "accepts (%s)" % (who, sat[0].get("audience"), dig(t, "spec", "serviceAccountName"),
+                                       dig(grpc_cfg, "token_review")))
     if bool(dig(values, "agent", "enabled")) != any(o["kind"] == "DaemonSet" for o, _ in pods):
         rep.fail("%s: agent.enabled=%s but the agent DaemonSet is %srendered" % (
             label, dig(values, "agent", "enabled"), "" if any(o["kind"] == "DaemonSet" for o, _ in pods) else "not "))
@@ -928,10 +951,11 @@ def check_chart(chart_dir, topogangd):
         p = subprocess.run(cli, capture_output=True, text=True)
         if p.returncode != 0 or not p.stdout.startswith("---\n# Source: topogang/templates/"):
             rep.fail("helm_render.py %s: exit %d, stdout %r, stderr %s" % (chart_dir, p.returncode, p.stdout[:80], p.stderr))
-        p = subprocess.run(cli + ["--set", "agent.enabled=true"], capture_output=True, text=True)
+        p = subprocess.run(cli + ["--set", "agent.enabled=true", "--set", "agent.serviceAccountToken.enabled=false"],
+                           capture_output=True, text=True)
         if p.returncode != 1 or "Error: execution error at (topogang/templates/agent.yaml" not in p.stderr or p.stdout:
-            rep.fail("helm_render.py --set agent.enabled=true: want exit 1 and the chart's fail message, got %d: %s"
-                     % (p.returncode, p.stderr))
+            rep.fail("helm_render.py --set agent.enabled=true,agent.serviceAccountToken.enabled=false: want exit 1 "
+                     "and the chart's fail message, got %d: %s" % (p.returncode, p.stderr))
         else:
             rep.ok("helm_render.py exits 1 with the chart's fail message: " + p.stderr.strip().splitlines()[-1])
     finally:

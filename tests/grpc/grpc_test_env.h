@@ -38,6 +38,7 @@ struct GrpcTestEnv {
   static GrpcServerOptions PlaintextOptions() {
     GrpcServerOptions o;
     o.allow_unauthenticated_agents = true;
+    o.allow_unauthenticated_admin = true;
     o.run_monitor_thread = false;
     o.heartbeat_interval = absl::Milliseconds(200);
     o.heartbeat_window = absl::Seconds(5);

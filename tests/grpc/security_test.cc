@@ -36,6 +36,7 @@ class SecurityTest : public ::testing::Test {
   static GrpcServerOptions Options(bool mtls) {
     GrpcServerOptions o = GrpcTestEnv::PlaintextOptions();
     o.allow_unauthenticated_agents = false;
+    o.allow_unauthenticated_admin = false;
     o.tls.cert_file = P("server.crt");
     o.tls.key_file = P("server.key");
     if (mtls) o.tls.client_ca_file = P("ca.crt");

@@ -558,6 +558,14 @@ void FakeApiServer::HandleCustom(void* request, const std::vector<std::string>& 
   ReplyJson(req, 200, list);
 }
 
+void FakeApiServer::Reply(void* request, int code, const Json& body) {
+  ReplyJson(*static_cast<http_request*>(request), code, body);
+}
+
+Json FakeApiServer::StatusBody(int code, const std::string& reason, const std::string& message) {
+  return StatusJson(code, reason, message);
+}
+
 void FakeApiServer::RequireToken(const std::string& token) {
   std::lock_guard<std::mutex> lock(mu_);
   required_token_ = token;
@@ -581,6 +589,15 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
     if (!required_token_.empty() && auth != "Bearer " + required_token_) {
       return ReplyJson(req, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
     }
+  }
+  if (req.method() == methods::POST && parts.size() == 4 && parts[0] == "apis" &&
+      parts[2] == "v1" && parts[1] == "authentication.k8s.io" && parts[3] == "tokenreviews") {
+    return HandleTokenReview(&req, body);
+  }
+  if (req.method() == methods::POST && parts.size() == 4 && parts[0] == "apis" &&
+      parts[2] == "v1" && parts[1] == "authorization.k8s.io" &&
+      parts[3] == "subjectaccessreviews") {
+    return HandleAccessReview(&req, body);
   }
   if (parts.size() >= 6 && parts[0] == "apis" && parts[1] == "coordination.k8s.io" &&
       parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "leases") {

@@ -4,7 +4,10 @@
 // resourceVersions, dropped connections, the pods/binding subresource (201, 409 when already
 // bound), Event creation, and coordination.k8s.io/v1 Leases (GET/POST/PUT with optimistic
 // concurrency, plus outages and garbage records for the leader-election tests), and custom
-// resources (PodGroups, JobSets, ...) with discovery (/apis/<group>/<version>), list and watch.
+// resources (PodGroups, JobSets, ...) with discovery (/apis/<group>/<version>), list and watch,
+// and the review APIs the gRPC front end asks about its callers: TokenReview (tokens it knows,
+// with their user, extra, audiences and expiry) and SubjectAccessReview (RBAC grants), answered
+// with the real API server's shapes, codes and messages (fake_apiserver_reviews.cc).
 #pragma once
 
 #include <condition_variable>
@@ -87,6 +90,34 @@ class FakeApiServer {
                     const std::string& resource, const std::string& ns, const std::string& name);
   int discovery_requests();
 
+  // --- TokenReview / SubjectAccessReview (fake_apiserver_reviews.cc) ---------------------------
+  // A bearer token the fake's authenticator knows, as the API server would report it.
+  struct FakeToken {
+    std::string username, uid;
+    std::vector<std::string> groups;
+    std::map<std::string, std::vector<std::string>> extra;
+    std::vector<std::string> audiences;  // the token's `aud`
+    int64_t expires_unix = 0;            // 0 = never
+  };
+  // A pod-bound projected token of ServiceAccount ns/name in a pod on `node` (the extra keys of
+  // Kubernetes 1.30+: pod-name, pod-uid, node-name, node-uid, credential-id).
+  static FakeToken ServiceAccountToken(const std::string& ns, const std::string& name,
+                                       const std::string& node, const std::string& audience,
+                                       int64_t expires_unix = 0);
+  void AddToken(const std::string& token, FakeToken t);
+  void RemoveToken(const std::string& token);  // e.g. its pod was deleted
+  // "Now" for token expiry, Unix seconds (0 = the real clock).
+  void SetReviewTime(int64_t unix_seconds);
+  // RBAC: `subject` (a username or a group) may `verb` `resource` in `api_group` (any name;
+  // "*" matches anything).
+  void Grant(const std::string& subject, const std::string& verb, const std::string& api_group,
+             const std::string& resource);
+  // topogangd's own RBAC: creating tokenreviews and subjectaccessreviews answers 403 while set.
+  void ForbidReviews(bool forbidden);
+  int token_reviews();   // TokenReviews answered (any outcome)
+  int access_reviews();  // SubjectAccessReviews answered
+  std::vector<Json> access_review_specs();  // spec of every SubjectAccessReview, in order
+
   // Blocks until pred() holds or the timeout passes (pred may call the accessors above).
   bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 10000);
 
@@ -98,6 +129,10 @@ class FakeApiServer {
   // `body` was read before the handler ran (see the constructor).
   void Handle(void* request, const std::string& body);
   void HandleLease(void* request, const std::vector<std::string>& parts, const std::string& body);
+  void HandleTokenReview(void* request, const std::string& body);
+  void HandleAccessReview(void* request, const std::string& body);
+  static void Reply(void* request, int code, const Json& body);
+  static Json StatusBody(int code, const std::string& reason, const std::string& message);
 
   std::string url_;
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
@@ -136,6 +171,15 @@ class FakeApiServer {
   std::map<std::string, int> lease_requests_;
   std::vector<std::string> lease_holders_;
   void ReleaseHungLocked();
+  std::map<std::string, FakeToken> tokens_;
+  int64_t review_time_ = 0;
+  struct Rule {
+    std::string subject, verb, group, resource;
+  };
+  std::vector<Rule> rules_;
+  bool reviews_forbidden_ = false;
+  int token_reviews_ = 0, access_reviews_ = 0;
+  std::vector<Json> access_review_specs_;
 };
 
 // A Node object as the API server returns it.

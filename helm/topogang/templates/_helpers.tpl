@@ -72,7 +72,8 @@ group: cert-manager.io
 {{- end -}}
 {{- end -}}
 {{- /* .Values.config with daemon.leader_election filled from .Values.leaderElection, and the
-       gRPC identity settings from daemon.agentTokensSecret / agent.allowUnauthenticated, and
+       gRPC identity settings from daemon.agentTokensSecret / agent.allowUnauthenticated /
+       agent.serviceAccountToken / daemon.drainRbac, and
        daemon.tls / daemon.health_port from tls.
        tests/deploy/check-deploy.sh mirrors exactly these `set`s to run topogangd on the result. */ -}}
 {{- define "topogang.config" -}}
@@ -90,6 +91,14 @@ group: cert-manager.io
 {{- if and .Values.agent.enabled .Values.agent.allowUnauthenticated $config.daemon.grpc -}}
 {{- $_ := set $config.daemon.grpc "allow_unauthenticated_agents" true -}}
 {{- end -}}
+{{- /* Agents identified by their projected ServiceAccount token, and drain callers by theirs
+       (TokenReview); drain/undrain allowed by RBAC (SubjectAccessReview). */ -}}
+{{- if and $config.daemon.grpc (or (include "topogang.agentSaTokens" .) .Values.daemon.drainRbac) -}}
+{{- $_ := set $config.daemon.grpc "token_review" (dict "audiences" (list .Values.agent.serviceAccountToken.audience) "agent_service_accounts" (list (printf "%s/topogang-agent" .Release.Namespace))) -}}
+{{- end -}}
+{{- if and $config.daemon.grpc .Values.daemon.drainRbac -}}
+{{- $_ := set $config.daemon.grpc "access_review" (dict) -}}
+{{- end -}}
 {{- if .Values.tls.enabled -}}
 {{- $tls := dict -}}
 {{- $_ := set $tls "cert_file" (printf "%s/tls.crt" (include "topogang.tlsDir" .)) -}}
@@ -103,14 +112,19 @@ group: cert-manager.io
 {{- end -}}
 {{- toYaml $config -}}
 {{- end -}}
+{{- /* "true" when the agents prove who they are with their projected ServiceAccount token (the
+       default); per-node token Secrets (agent.tokenSecret) take precedence when given. */ -}}
+{{- define "topogang.agentSaTokens" -}}
+{{- if and .Values.agent.enabled .Values.agent.serviceAccountToken.enabled (not .Values.agent.tokenSecret) -}}true{{- end -}}
+{{- end -}}
 {{- /* An agent needs an identity topogangd accepts: refuse to render one that would be rejected. */ -}}
 {{- define "topogang.checkAgent" -}}
 {{- if .Values.agent.enabled -}}
 {{- if not .Values.config.daemon.grpc -}}
 {{- fail "agent.enabled needs config.daemon.grpc (the agents talk gRPC to topogangd)" -}}
 {{- end -}}
-{{- if and (not .Values.agent.allowUnauthenticated) (not (and .Values.agent.tokenSecret .Values.daemon.agentTokensSecret)) -}}
-{{- fail "agent.enabled needs agent.tokenSecret and daemon.agentTokensSecret (per-node tokens, docs/deploy.md), or agent.allowUnauthenticated=true (demos)" -}}
+{{- if and (not .Values.agent.allowUnauthenticated) (not (and .Values.agent.tokenSecret .Values.daemon.agentTokensSecret)) (not (include "topogang.agentSaTokens" .)) -}}
+{{- fail "agent.enabled needs agent.tokenSecret and daemon.agentTokensSecret (per-node tokens, docs/deploy.md), agent.serviceAccountToken.enabled (projected ServiceAccount tokens, Kubernetes 1.30+), or agent.allowUnauthenticated=true (demos)" -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
