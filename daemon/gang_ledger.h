@@ -36,10 +36,13 @@
 #include "daemon/bind_pool.h"
 #include "daemon/binder.h"
 #include "daemon/daemon_state.h"
+#include "daemon/eviction_queue.h"
+#include "daemon/evictor.h"
 #include "k8s/gang_conventions.h"
 #include "k8s/gang_labels.h"
 #include "k8s/pod_info.h"
 #include "scheduler/admission.h"
+#include "scheduler/preemption.h"
 
 namespace topogang {
 
@@ -74,6 +77,16 @@ struct GangLedgerOptions {
   // extender is configured on a shared kube-scheduler). Bindings are checked against the API
   // server either way (the pod must be pending there under the name seen at filter).
   std::vector<std::string> scheduler_names;
+  // Topology-aware preemption for a multi-pod gang that cannot be placed: whole gangs of lower
+  // priority are evicted (daemon/ledger_preempt.cc). Needs an Evictor (cluster mode).
+  bool preemption = true;
+  PreemptionOptions preemption_plan;
+  // After a PodDisruptionBudget blocked a preemption, the next attempt for that gang waits this
+  // long (clock time). kube-scheduler retries the gang's pods on its own in between.
+  absl::Duration preemption_retry = absl::Seconds(30);
+  // The preempted gangs' nodes are kept from gangs of equal or lower priority this long, or until
+  // the preemptor is placed (kube-scheduler's nominatedNodeName, for a whole gang).
+  absl::Duration nomination_ttl = absl::Minutes(5);
   GangBarrier gang_barrier = GangBarrier::kAuto;
 };
 
@@ -140,6 +153,15 @@ class GangLedger {
   absl::Status Rebuild(Cluster cluster, const std::vector<PodInfo>& pods);
 
   void SetNotify(std::function<void(const GangNotice&)> notify);
+  // kube-scheduler's preempt verb for `pod` (its candidate nodes: where evicting pods could make
+  // room, by its own filters). For a member of a multi-pod gang, topogang preempts whole gangs
+  // itself (or reports the preemption under way) and returns true: the caller answers
+  // kube-scheduler with no victims, so it never evicts part of a gang for a gang member. False
+  // for any other pod.
+  bool PreemptForGang(const PodInfo& pod, const std::vector<std::string>& candidates);
+  // Who evicts preempted gangs' pods; null (the default, standalone mode) turns preemption off.
+  // Set before serving; must outlive the ledger.
+  void SetEvictor(Evictor* evictor);
   // The group objects (PodGroups, JobSets, ...) gang conventions are sized from; null (the
   // default, standalone mode) makes conventions that need one an error. Set before serving.
   void SetGroupLookup(const GroupObjectLookup* lookup) { lookup_ = lookup; }
@@ -253,11 +275,34 @@ class GangLedger {
   // (indexes into the current model: cleared when it is rebuilt).
   std::map<std::string, std::vector<int>> excluded_;
   GangQueue::NodeExclusion ExclusionLocked() const {
-    return [this](const GangSpec& g) {
-      auto it = excluded_.find(g.name);
-      return it == excluded_.end() ? std::vector<int>{} : it->second;
-    };
+    return [this](const GangSpec& g) { return ExcludedFor(g); };
   }
+  // The nodes `g` must not be planned on: those kube-scheduler did not offer it, and those
+  // nominated for a preemptor of equal or higher priority (under mu_).
+  std::vector<int> ExcludedFor(const GangSpec& g) const;
+
+  // A preemption under way for one gang (daemon/ledger_preempt.cc).
+  struct Preemption {
+    int priority = 0;
+    int victim_priority = 0;
+    std::vector<std::string> victims;
+    std::vector<int> nodes;  // model nodes nominated for the preemptor (its planned placement)
+    absl::Time deadline;     // clock time: the nomination lapses then
+    int pods_left = 0;       // victim pods whose eviction has not been confirmed
+    std::string failure;     // set when an eviction was refused (PDB); retried at retry_after
+    absl::Time retry_after;
+    PodBinding pod;  // the preemptor pod that started it (events go there)
+  };
+  std::map<std::string, Preemption> preempting_;  // by preemptor gang
+  // A filter reason when a preemption for `spec` was started or is under way, nullopt when
+  // preemption cannot help (no plan, or a victim topogang cannot evict).
+  std::optional<std::string> PreemptLocked(const GangSpec& spec, const PodInfo& pod,
+                                           const std::vector<std::string>& offered,
+                                           std::vector<std::pair<BindCallback, std::string>>* fails,
+                                           std::vector<GangNotice>* notices);
+  void ExpireNominationsLocked(absl::Time now);
+  void PreemptorPlacedLocked(const std::string& id);
+  void EvictionsDone(const std::string& id, const absl::Status& st);
   std::function<void(const GangNotice&)> notify_;
   std::atomic<const GroupObjectLookup*> lookup_{nullptr};
   // Pod key -> the last membership error posted as a Warning event (one event per change, not
@@ -270,6 +315,8 @@ class GangLedger {
   std::deque<Job> jobs_;
   bool stop_ = false;
   std::thread worker_;
+  // Destroyed before the maps its callbacks touch.
+  std::unique_ptr<EvictionQueue> evictions_;
   // Last: destroyed first, answering queued bindings while the ledger is still whole.
   std::unique_ptr<BindPool> pool_;
 };

@@ -154,6 +154,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
   bool decided = false;
   bool replan = false;
   std::optional<GangNotice> notice;
+  std::vector<GangNotice> notices;
   {
     std::lock_guard<std::mutex> lock(mu_);
     SyncOneLocked(id, &fails);
@@ -183,7 +184,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           excluded_[id] = NodesNotOffered(s.cluster(), offered);
           return admission_->Admit(s, spec, now, ExclusionLocked()).status();
         }
-        auto r = admission_->Admit(s, spec, now);
+        auto r = admission_->Admit(s, spec, now, ExclusionLocked());
         if (!r.ok()) return r.status();
         // A gang of one needs its node among those kube-scheduler offered (its own filters may
         // have rejected the planner's pick); otherwise take the best fit among the offered.
@@ -198,12 +199,17 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       if (!st.ok()) {
         std::string reason = absl::StrCat("topogang: ", GangLabel(spec, multi),
                                           " cannot be placed now: ", st.message());
-        // A gang of one may still fit after preempting on one node; a real gang cannot be made
-        // to fit node by node, so its nodes are unresolvable for preemption.
-        result = FailAll(reason, /*unresolvable=*/multi);
+        // A gang of one may still fit after kube-scheduler preempts on one node; a real gang
+        // cannot be made to fit node by node, so its nodes are unresolvable for kube-scheduler's
+        // preemption, and topogang preempts whole gangs for it instead.
+        std::optional<std::string> preempting;
+        if (multi) preempting = PreemptLocked(spec, pod, offered, &fails, &notices);
+        result = FailAll(preempting ? *preempting : reason, /*unresolvable=*/multi);
         decided = true;
-        state_.Publish({0, {}, "unschedulable", id, "", std::string(st.message())});
+        if (!preempting)
+          state_.Publish({0, {}, "unschedulable", id, "", std::string(st.message())});
       } else {
+        PreemptorPlacedLocked(id);
         Entry e;
         e.spec = spec;
         e.multi = multi;
@@ -322,6 +328,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
   }
   RunFails(fails);
   if (notice) Notify(*notice);
+  for (const GangNotice& n : notices) Notify(n);
   if (replan) return Filter(pod, offered);  // no entry now: reserves inside `offered`
   return result;
 }

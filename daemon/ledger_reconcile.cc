@@ -219,7 +219,8 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
       if (!e.running) pending.emplace(id, std::move(e));
     }
     gangs_.clear();
-    excluded_.clear();  // node indexes of the old model
+    excluded_.clear();    // node indexes of the old model
+    preempting_.clear();  // the same; a preemptor plans again at its next filter
     by_pod_.clear();
     pending_.clear();
     fills_.clear();

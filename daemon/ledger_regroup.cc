@@ -11,7 +11,8 @@ std::optional<std::string> GangLedger::AdoptIntoGangLocked(const PodInfo& pod,
                                                            const GangMembership& gang,
                                                            std::optional<std::string>* error) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
-  const GangSpec spec = gang.ToSpec(static_cast<int>(pod.gpus));
+  GangSpec spec = gang.ToSpec(static_cast<int>(pod.gpus));
+  spec.priority = pod.priority;  // a running gang's priority decides whether it may be preempted
   const std::string& id = spec.name;
   auto it = gangs_.find(id);
   if (it != gangs_.end()) {
@@ -111,6 +112,7 @@ std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
     GangSpec spec;
     spec.name = id;
     spec.gpus_per_member = static_cast<int>(pod.gpus);
+    spec.priority = pod.priority;
     Placement p;
     p.members.push_back(*placed);
     return s.Adopt(spec, std::move(p), GangState::kRunning, state_.clock().Now(),
@@ -120,6 +122,7 @@ std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
   Entry e;
   e.spec.name = id;
   e.spec.gpus_per_member = static_cast<int>(pod.gpus);
+  e.spec.priority = pod.priority;
   e.multi = multi;
   e.running = true;
   Member mem;

@@ -85,6 +85,14 @@ void ExtenderService::Bind(const ExtenderBindingArgs& args,
 
 ExtenderPreemptionResult ExtenderService::Preempt(const ExtenderPreemptionArgs& args) {
   ExtenderPreemptionResult out;
+  if (auto preemptor = ParsePod(args.pod, ledger_.options().gpu_resource); preemptor.ok()) {
+    std::vector<std::string> candidates;
+    candidates.reserve(args.victims.size());
+    for (const auto& [node, v] : args.victims) candidates.push_back(node);
+    // A gang member: topogang preempts whole gangs for the whole gang; kube-scheduler, which
+    // would evict for this one pod on one node, gets no candidates.
+    if (ledger_.PreemptForGang(*preemptor, candidates)) return out;
+  }
   for (const auto& [node, victims] : args.victims) {
     bool protect = false;
     for (size_t i = 0; i < victims.uids.size() && !protect; ++i) {

@@ -26,7 +26,8 @@ class ExtenderService {
   void Bind(const ExtenderBindingArgs& args,
             std::function<void(const ExtenderBindingResult&)> done);
   // Gang-aware: a node whose victims include a member of a multi-pod gang is dropped, so
-  // preemption never breaks a running gang.
+  // preemption never breaks a running gang; for a preemptor that is itself a gang member,
+  // topogang preempts whole gangs (GangLedger::PreemptForGang) and kube-scheduler gets none.
   ExtenderPreemptionResult Preempt(const ExtenderPreemptionArgs& args);
 
   GangLedger& ledger() { return ledger_; }

@@ -139,7 +139,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
           {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
            "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
            "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
-           "bind_parallelism", "gang_barrier", "scheduler_names", "leader_election",
+           "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
+           "preemption_retry_seconds", "nomination_ttl_seconds", "leader_election",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
            "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
@@ -198,6 +199,17 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   }
   c.extender.gang_barrier = *barrier == "auto" ? GangLedgerOptions::GangBarrier::kAuto
                                                : GangLedgerOptions::GangBarrier::kTopogang;
+  auto preempt = YamlBool(d, "preemption", source, c.extender.preemption);
+  if (!preempt.ok()) return preempt.status();
+  c.extender.preemption = *preempt;
+  auto retry = YamlInt(d, "preemption_retry_seconds", source, 1, 86400,
+                       absl::ToInt64Seconds(c.extender.preemption_retry));
+  if (!retry.ok()) return retry.status();
+  c.extender.preemption_retry = absl::Seconds(*retry);
+  auto ttl = YamlInt(d, "nomination_ttl_seconds", source, 1, 86400,
+                     absl::ToInt64Seconds(c.extender.nomination_ttl));
+  if (!ttl.ok()) return ttl.status();
+  c.extender.nomination_ttl = absl::Seconds(*ttl);
   auto schedulers = YamlStringList(d, "scheduler_names", source);
   if (!schedulers.ok()) return schedulers.status();
   c.extender.scheduler_names = std::move(*schedulers);

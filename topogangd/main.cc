@@ -38,6 +38,7 @@
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
 #include "kube/group_objects_watch.h"
+#include "kube/kube_evictor.h"
 #include "kube/kube_sync.h"
 #include "kube/leader_election.h"
 #include "kube/node_drain_writer.h"
@@ -183,6 +184,9 @@ int Main(int argc, char** argv) {
   SystemClock clock;
   std::unique_ptr<DaemonState> state;
   std::unique_ptr<Binder> binder;
+  // Gang preemption evicts through the API server; standalone mode has none (preemption off).
+  // Declared before the ledger, whose eviction queue calls it until the ledger is gone.
+  std::unique_ptr<KubeEvictor> evictor;
   std::unique_ptr<KubeSync> sync;
   std::unique_ptr<GroupObjectsWatch> groups;  // PodGroups, JobSets, ... that size gangs
   std::unique_ptr<NodeDrainWriter> drains;
@@ -215,6 +219,7 @@ int Main(int argc, char** argv) {
     kube_config = *kc;
     auto client = std::make_shared<KubeClient>(*kc);
     binder = std::make_unique<KubeBinder>(client);
+    if (daemon.extender.preemption) evictor = std::make_unique<KubeEvictor>(client);
     sync = std::make_unique<KubeSync>(client, *state, topology, daemon.extender.gpu_resource);
     GroupObjectsWatchOptions go;
     go.gpu_resource = daemon.extender.gpu_resource;
@@ -230,6 +235,7 @@ int Main(int argc, char** argv) {
   DaemonMetrics metrics(state.get());
   GangLedger ledger(*state, *binder, daemon.extender);
   if (groups) ledger.SetGroupLookup(groups.get());
+  if (evictor) ledger.SetEvictor(evictor.get());
   ExtenderService service(ledger);
   metrics.AttachLedger(&ledger);
   ExtenderHttpServer server(service, daemon.http, &metrics, daemon.transport);

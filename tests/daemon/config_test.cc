@@ -50,11 +50,23 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(q->extender.gang_barrier, GangLedgerOptions::GangBarrier::kAuto);
   EXPECT_EQ(h->http.threads, 3);
   EXPECT_EQ(h->http.max_connections, 64);
+  auto p = ParseDaemonConfig(
+      YAML::Load("{scheduler_names: [topogang-scheduler, batch], preemption: false, "
+                 "preemption_retry_seconds: 5, nomination_ttl_seconds: 60}"),
+      "x");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->extender.scheduler_names, (std::vector<std::string>{"topogang-scheduler", "batch"}));
+  EXPECT_FALSE(p->extender.preemption);
+  EXPECT_EQ(p->extender.preemption_retry, absl::Seconds(5));
+  EXPECT_EQ(p->extender.nomination_ttl, absl::Minutes(1));
+  EXPECT_TRUE(q->extender.preemption) << "on by default";
+  EXPECT_TRUE(q->extender.scheduler_names.empty());
   for (const char* bad :
        {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}", "{bind_window_ms: -1}",
         "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}", "{http_threads: -1}",
         "{http_threads: 1000}", "{max_connections: 0}", "{bind_parallelism: 0}",
-        "{bind_parallelism: 100000}", "{gang_barrier: both}"}) {
+        "{bind_parallelism: 100000}", "{gang_barrier: both}", "{scheduler_names: x}",
+        "{scheduler_names: ['']}", "{preemption: maybe}", "{nomination_ttl_seconds: 0}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }
@@ -135,7 +147,11 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
   std::vector<YAML::Node> rbac = YAML::LoadAll(Source("deploy/rbac.yaml"));
   std::set<std::string> grants;
   for (const YAML::Node& doc : rbac) {
-    if (doc["kind"].as<std::string>() != "ClusterRole") continue;
+    // The daemon's own role (topogang-node-drainer is for operators who may drain).
+    if (doc["kind"].as<std::string>() != "ClusterRole" ||
+        doc["metadata"]["name"].as<std::string>() != "topogangd") {
+      continue;
+    }
     for (const YAML::Node& rule : doc["rules"]) {
       for (const YAML::Node& r : rule["resources"]) {
         for (const YAML::Node& v : rule["verbs"])
@@ -144,13 +160,31 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
     }
   }
   // nodes:patch: drains are kept as a Node annotation (kube/node_drain_writer.h); the group
-  // objects that size gangs are listed and watched (kube/group_objects_watch.h).
-  EXPECT_EQ(grants, (std::set<std::string>{
-                        "nodes:get", "nodes:list", "nodes:watch", "nodes:patch", "pods:get",
-                        "pods:list", "pods:watch", "pods/binding:create", "events:create",
-                        "podgroups:list", "podgroups:watch", "workloads:list", "workloads:watch",
-                        "jobsets:list", "jobsets:watch", "leaderworkersets:list",
-                        "leaderworkersets:watch", "pytorchjobs:list", "pytorchjobs:watch"}));
+  // objects that size gangs are listed and watched (kube/group_objects_watch.h); pods/eviction:
+  // gang preemption (kube/kube_evictor.h); token and access reviews: agent identity and who may
+  // drain (api/reviewers.h).
+  EXPECT_EQ(grants, (std::set<std::string>{"nodes:get",
+                                           "nodes:list",
+                                           "nodes:watch",
+                                           "nodes:patch",
+                                           "pods:get",
+                                           "pods:list",
+                                           "pods:watch",
+                                           "pods/binding:create",
+                                           "pods/eviction:create",
+                                           "events:create",
+                                           "podgroups:list",
+                                           "podgroups:watch",
+                                           "workloads:list",
+                                           "workloads:watch",
+                                           "jobsets:list",
+                                           "jobsets:watch",
+                                           "leaderworkersets:list",
+                                           "leaderworkersets:watch",
+                                           "pytorchjobs:list",
+                                           "pytorchjobs:watch",
+                                           "tokenreviews:create",
+                                           "subjectaccessreviews:create"}));
 
   // Leader election: a namespaced Role on the daemon's Lease only, bound to its account.
   const LeaderElectionConfig& le = d->leader_election;
