@@ -73,6 +73,7 @@ absl::StatusOr<std::vector<MemberPlacement>> ProposeSpareReplacement(GangSchedul
   const Cluster& c = sched.cluster();
   const Placement& p = rec->placement;
   const int g = rec->spec.gpus_per_member;
+  if (lost.empty()) return std::vector<MemberPlacement>{};  // nothing to replace
   std::vector<char> is_lost(p.members.size(), 0);
   for (int m : lost) {
     if (m < 0 || m >= static_cast<int>(p.members.size())) {

@@ -95,6 +95,11 @@ TEST(Spares, SpareReplacesAFailedNodeInTheSameLeaf) {
   ASSERT_TRUE(w.sched.ApplyReplacement("a", lost, *repl).ok());
   EXPECT_EQ(w.sched.cluster().LevelName(w.sched.Find("a")->placement.level), "leaf");
 
+  // No lost member: nothing to propose (and no crash).
+  auto none = ProposeSpareReplacement(w.sched, w.pool, "a", {});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty());
+
   // Node 2 fails next: leaf0's spare is taken, and leaf1's spare (9) belongs to leaf1, so the
   // replacement comes from ordinary capacity: node 7 or 8.
   w.sched.SetNodeCordoned(2, true, absl::UnixEpoch());
