@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/escaping.h"
+#include "kube/kube_evictor.h"
 #include "kube/kube_sync.h"
 #include "kube/node_drain_writer.h"
 #include "tests/support/fake_apiserver.h"
@@ -67,6 +69,7 @@ class KubeDaemon {
     kc.server = api.url();
     client_ = std::make_shared<KubeClient>(kc);
     binder_ = std::make_unique<KubeBinder>(client_);
+    evictor_ = std::make_unique<KubeEvictor>(client_);
     GangLedgerOptions eo;
     eo.bind_window = window;
     eo.tick = absl::Milliseconds(20);
@@ -81,6 +84,7 @@ class KubeDaemon {
     sync_ = std::make_unique<KubeSync>(client_, h_->state(), testing::TestTopology(),
                                        "nvidia.com/gpu", so);
     sync_->Attach(&h_->ledger(), nullptr);
+    h_->ledger().SetEvictor(evictor_.get());
     drains_ = std::make_unique<NodeDrainWriter>(client_, absl::Milliseconds(10));
     h_->state().SetDrainRecorder(
         [w = drains_.get()](const std::string& node, bool drained, const std::string& reason) {
@@ -114,6 +118,7 @@ class KubeDaemon {
  private:
   std::shared_ptr<KubeClient> client_;
   std::unique_ptr<KubeBinder> binder_;
+  std::unique_ptr<KubeEvictor> evictor_;  // before h_: the ledger's evictions call it
   std::unique_ptr<testing::Harness> h_;
   std::unique_ptr<KubeSync> sync_;
   std::unique_ptr<NodeDrainWriter> drains_;
@@ -545,6 +550,73 @@ TEST(KubeBinderTest, RefusesPodsTheApiServerDoesNotShowPendingForThisScheduler) 
   EXPECT_TRUE(binder.Bind({"mine", "default", "uid-mine", "n1", "topogang-scheduler"}).ok())
       << "a retry of a binding that went through";
   EXPECT_EQ(api.bindings().size(), 1u);
+}
+
+// Gang preemption end to end: the preemptor's filter picks one whole low-priority gang, evicts it
+// through the Eviction subresource (dry runs first), the API server's DELETED events free its
+// GPUs, and the preemptor is placed there. A PodDisruptionBudget over the victims blocks it with
+// nothing evicted and a Warning event.
+TEST(KubeSyncTest, GangPreemptionEvictsWholeGangsThroughTheApiServer) {
+  for (bool budget : {false, true}) {
+    FakeApiServer api;
+    AddNodes(api, 8);  // two racks of four
+    if (budget) api.AddDisruptionBudget("default", {{"tier", "low"}}, 0);
+    KubeDaemon d(api);
+    ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+    ASSERT_TRUE(Eventually([&] { return d.Nodes() == 8; }));
+    const std::vector<std::string> names = NodeNames(8);
+    auto pod = [](const std::string& gang, int i, int priority) {
+      PodOpts o = GangPod(gang, 4, i, 8);
+      o.annotations["topogang.io/required-tier"] = "rack";
+      if (priority == 0) o.labels["tier"] = "low";
+      Json p = MakePod(o);
+      p["spec"]["priority"] = priority;
+      return p;
+    };
+    for (const char* g : {"lo-a", "lo-b"}) {
+      std::vector<pplx::task<testing::Reply>> binds;
+      for (int i = 0; i < 4; ++i) {
+        Json p = pod(g, i, 0);
+        api.PutPod(p);
+        const std::string n = Filter1(d.h(), p, names);
+        ASSERT_FALSE(n.empty()) << g << i;
+        binds.push_back(BindAsync(d.h(), p, n));
+      }
+      for (auto& b : binds) EXPECT_EQ(b.get().body, R"({"Error":""})");
+    }
+    ASSERT_EQ(api.bindings().size(), 8u);
+    Json hi0 = pod("hi", 0, 100);
+    api.PutPod(hi0);
+    EXPECT_EQ(Filter1(d.h(), hi0, names), "");
+    if (budget) {
+      EXPECT_TRUE(api.WaitFor([&] {
+        for (const Json& e : api.events()) {
+          if (e.value("reason", "") == "GangPreemptionBlocked") return true;
+        }
+        return false;
+      }));
+      EXPECT_TRUE(api.evictions().empty());
+      EXPECT_EQ(api.eviction_dry_runs(), 0) << "the first victim pod was refused";
+      continue;
+    }
+    ASSERT_TRUE(api.WaitFor([&] { return api.evictions().size() == 4; }));
+    std::set<std::string> victims;
+    for (const std::string& e : api.evictions()) victims.insert(e.substr(8, 4));  // default/lo-x
+    EXPECT_EQ(victims.size(), 1u) << "one whole gang";
+    EXPECT_EQ(api.eviction_dry_runs(), 4);
+    // The DELETED events free the rack; the preemptor's members are placed and bound there.
+    std::vector<pplx::task<testing::Reply>> binds;
+    ASSERT_TRUE(Eventually([&] { return !Filter1(d.h(), hi0, names).empty(); }));
+    for (int i = 0; i < 4; ++i) {
+      Json p = pod("hi", i, 100);
+      if (i > 0) api.PutPod(p);
+      const std::string n = Filter1(d.h(), p, names);
+      ASSERT_FALSE(n.empty()) << i;
+      binds.push_back(BindAsync(d.h(), p, n));
+    }
+    for (auto& b : binds) EXPECT_EQ(b.get().body, R"({"Error":""})");
+    EXPECT_EQ(api.bindings().size(), 12u);
+  }
 }
 
 // `topogang drain` is kept on the Node (an annotation), so the next leader, or this one after a

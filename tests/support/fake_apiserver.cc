@@ -666,6 +666,10 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
         if (it == pods_.end()) return ReplyJson(req, 404, StatusJson(404, "NotFound", "not found"));
         return ReplyJson(req, 200, it->second);
       }
+      if (parts.size() == 7 && parts[6] == "eviction" && req.method() == methods::POST) {
+        auto dry = query.find("dryRun");
+        return HandleEviction(&req, ns, parts[5], body, dry != query.end() && dry->second == "All");
+      }
       if (parts.size() == 7 && parts[6] == "binding" && req.method() == methods::POST) {
         Json b = Json::parse(body, nullptr, false);
         std::lock_guard<std::mutex> lock(mu_);

@@ -114,9 +114,17 @@ class FakeApiServer {
              const std::string& resource);
   // topogangd's own RBAC: creating tokenreviews and subjectaccessreviews answers 403 while set.
   void ForbidReviews(bool forbidden);
-  int token_reviews();   // TokenReviews answered (any outcome)
-  int access_reviews();  // SubjectAccessReviews answered
+  int token_reviews();                      // TokenReviews answered (any outcome)
+  int access_reviews();                     // SubjectAccessReviews answered
   std::vector<Json> access_review_specs();  // spec of every SubjectAccessReview, in order
+
+  // --- Evictions (policy/v1 pods/eviction, fake_apiserver_evictions.cc) ------------------------
+  // A PodDisruptionBudget in `ns` over the pods carrying every label of `selector`: `allowed`
+  // evictions of them may happen (its status.disruptionsAllowed), then 429 TooManyRequests.
+  void AddDisruptionBudget(const std::string& ns, std::map<std::string, std::string> selector,
+                           int allowed);
+  std::vector<std::string> evictions();  // ns/name of every pod evicted (dry runs not counted)
+  int eviction_dry_runs();
 
   // Blocks until pred() holds or the timeout passes (pred may call the accessors above).
   bool WaitFor(const std::function<bool()>& pred, int timeout_ms = 10000);
@@ -131,6 +139,16 @@ class FakeApiServer {
   void HandleLease(void* request, const std::vector<std::string>& parts, const std::string& body);
   void HandleTokenReview(void* request, const std::string& body);
   void HandleAccessReview(void* request, const std::string& body);
+  void HandleEviction(void* request, const std::string& ns, const std::string& name,
+                      const std::string& body, bool dry_run);
+  struct Budget {
+    std::string ns;
+    std::map<std::string, std::string> selector;
+    int allowed = 0;
+  };
+  std::vector<Budget> budgets_;
+  std::vector<std::string> evictions_;
+  int eviction_dry_runs_ = 0;
   static void Reply(void* request, int code, const Json& body);
   static Json StatusBody(int code, const std::string& reason, const std::string& message);
 
