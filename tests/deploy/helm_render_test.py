@@ -290,9 +290,11 @@ VARIANTS = [
     ("leaderElection.enabled=false", {"leaderElection": {"enabled": False}}, [], {}),
     ("no gRPC (config.daemon.grpc=null)", {}, ["config.daemon.grpc=null"], {}),
     ("networkPolicy with agents", merged(NETPOL, INSECURE), [], {}),
-    ("networkPolicy, scheduler off, only a Prometheus podSelector",
-     {"scheduler": {"enabled": False}, "networkPolicy": {"enabled": True, "prometheus": {
-         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}}}, [], {}),
+    ("networkPolicy, scheduler off (own scheduler's peers), only a Prometheus podSelector",
+     {"scheduler": {"enabled": False}, "networkPolicy": {
+         "enabled": True, "extenderFrom": [{"ipBlock": {"cidr": "10.1.0.0/16"}}],
+         "prometheus": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}}},
+     [], {}),
     ("monitoring", MONITORING, [], {}),
     ("monitoring under tls", merged(MONITORING, {"tls": {"enabled": True}}), [], {}),
     ("everything on",
@@ -337,6 +339,9 @@ FAIL_CASES = [
      "agent.enabled needs agent.tokenSecret and daemon.agentTokensSecret"),
     ("agent.enabled with agent.tokenSecret only", {"agent": {"enabled": True, "tokenSecret": "t"}}, [],
      "agent.enabled needs agent.tokenSecret and daemon.agentTokensSecret"),
+    ("networkPolicy without a scheduler to let in",
+     {"networkPolicy": {"enabled": True}, "scheduler": {"enabled": False}}, [],
+     "networkPolicy.enabled with scheduler.enabled=false needs networkPolicy.extenderFrom"),
 ]
 
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "Namespace", "PriorityClass", "ClusterIssuer",
