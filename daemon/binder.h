@@ -21,6 +21,12 @@ struct PodBinding {
   // API server shows under another scheduler (a forged /filter body cannot get a pod bound that
   // its own scheduler is meant to place). Empty: not checked (bindings not seen through filter).
   std::string scheduler_name = {};
+  // Annotations the binding puts on the pod: the binding subresource copies its metadata's
+  // annotations onto the pod as it binds it (k8s.io/kubernetes pkg/registry/core/pod/storage/
+  // storage.go, setPodHostAndAnnotations), so a gang member's rank is there before its
+  // containers start, with no extra write. Gang members get topogang.io/rank and
+  // topogang.io/world-size.
+  std::map<std::string, std::string> annotations = {};
 };
 
 class Binder {

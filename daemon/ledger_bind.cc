@@ -56,6 +56,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         // The rest of the gang is bound (or being bound) and this member's binding failed: bind
         // it alone.
         binding.scheduler_name = m.pod.scheduler_name;
+        binding.annotations = m.pod.annotations;
         m.pod = binding;
         direct = true;
       } else if (e.binding) {
@@ -65,6 +66,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         m.held = std::move(done);
         m.held_until = absl::Now() + options_.bind_window;
         binding.scheduler_name = m.pod.scheduler_name;
+        binding.annotations = m.pod.annotations;
         m.pod = binding;
         barriers_.insert(id);
         if (m.arrived_node != node) {

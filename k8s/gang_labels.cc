@@ -161,4 +161,9 @@ absl::StatusOr<std::optional<GangMembership>> ParseGangMembership(
   return g;
 }
 
+std::map<std::string, std::string> RankAnnotations(int rank, int world_size) {
+  return {{kRankAnnotation, std::to_string(rank)},
+          {kWorldSizeAnnotation, std::to_string(world_size)}};
+}
+
 }  // namespace topogang

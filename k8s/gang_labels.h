@@ -32,6 +32,15 @@ inline constexpr char kSliceSizeKey[] = "topogang.io/slice-size";
 inline constexpr char kSliceTierKey[] = "topogang.io/slice-tier";
 inline constexpr char kKueueGroupLabel[] = "kueue.x-k8s.io/pod-group-name";
 inline constexpr char kKueueCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-count";
+// Written by topogang on each gang member as it is bound (a launcher reads them, e.g. through
+// the downward API: docs/extender.md, "Ranks"): the member's rank in topology order (0 ..
+// world-size - 1; ranks next to each other sit on the same node, leaf, ... as far as the
+// placement allows) and the gang's size.
+inline constexpr char kRankAnnotation[] = "topogang.io/rank";
+inline constexpr char kWorldSizeAnnotation[] = "topogang.io/world-size";
+
+// {kRankAnnotation: rank, kWorldSizeAnnotation: world_size}.
+std::map<std::string, std::string> RankAnnotations(int rank, int world_size);
 
 struct GangMembership {
   std::string id;  // namespace/name

@@ -201,6 +201,7 @@ absl::Status KubeBinder::Bind(const PodBinding& b) {
                {"metadata", {{"name", b.pod_name}, {"namespace", b.pod_namespace}}},
                {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", b.node}}}};
   if (!b.pod_uid.empty()) body["metadata"]["uid"] = b.pod_uid;
+  if (!b.annotations.empty()) body["metadata"]["annotations"] = b.annotations;
   const std::string pod_path = absl::StrCat("/api/v1/namespaces/", PathEscape(b.pod_namespace),
                                             "/pods/", PathEscape(b.pod_name));
   // Bind only what was asked: the pod as the API server has it now (bind_check.h).

@@ -476,6 +476,14 @@ TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
   ASSERT_EQ(api.bindings().size(), 2u);
   EXPECT_EQ(api.GetPod("default", "g-0")["spec"]["nodeName"], n0);
   EXPECT_EQ(api.bindings()[0]["target"]["kind"], "Node");
+  // Each member carries its rank in topology order and the gang's size, set by the binding.
+  std::set<std::string> ranks;
+  for (const char* name : {"g-0", "g-1"}) {
+    const Json a = api.GetPod("default", name)["metadata"]["annotations"];
+    EXPECT_EQ(a.value("topogang.io/world-size", ""), "2") << name;
+    ranks.insert(a.value("topogang.io/rank", ""));
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"0", "1"}));
   EXPECT_TRUE(api.WaitFor([&] {
     for (const Json& e : api.events())
       if (e.value("reason", "") == "GangReserved") return true;

@@ -690,6 +690,14 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
         }
         bindings_.push_back(b);
         pod["spec"]["nodeName"] = b["target"]["name"];
+        // The binding's annotations land on the pod (pkg/registry/core/pod/storage/storage.go,
+        // setPodHostAndAnnotations).
+        if (b.contains("metadata") && b["metadata"].contains("annotations") &&
+            b["metadata"]["annotations"].is_object()) {
+          for (auto& [k, v] : b["metadata"]["annotations"].items()) {
+            pod["metadata"]["annotations"][k] = v;
+          }
+        }
         pod["metadata"]["resourceVersion"] = std::to_string(++rv_);
         Emit("pods", "MODIFIED", pod);
         return ReplyJson(req, 201, StatusJson(201, "", ""));
