@@ -52,8 +52,9 @@ of its placement (communication model, docs/placement-quality.md).
                           time (the upper bound), or none
   --uplink-contention     with --comm-model network: a starting job shares switch uplinks with
                           the jobs running then instead of getting its fully loaded share
-  --locality-patience S   topogang only, prototype queue change (default 0 = off): a gang
-                          planned below its ideal bandwidth waits up to S seconds for better
+  --locality-patience S   topogang only: QueueOptions::locality_patience in seconds (a gang
+                          that could start only below its shape's best bandwidth waits up to S
+                          for better; 0 = off)
   --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
   --queue-claim-factor X, --queue-whole-member-holds 0|1, --queue-claim-order
   most-free|fewest-gangs, --queue-hold-ready-fraction F, --queue-hold-max-shortfall F,
@@ -222,7 +223,7 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "repair-hours", 4, 0, 24 * 365, &repair_h) ||
       !ParseDouble(*args, "rendezvous-timeout", 600, 1, 1e7, &rdzv) ||
       !ParseDouble(*args, "snapshot-at", -1, -1, 1e9, &snapshot) ||
-      !ParseDouble(*args, "locality-patience", 0, 0, 1e9, &patience) ||
+      !ParseDouble(*args, "locality-patience", -1, 0, 1e9, &patience) ||
       !ParseDouble(*args, "queue-starvation-minutes", -1, -1, 1e7, &q_starve) ||
       !ParseDouble(*args, "queue-hold-min-gpus", -1, -1, 1e7, &q_min) ||
       !ParseDouble(*args, "queue-max-holds", -1, -1, 1e6, &q_holds) ||

@@ -148,44 +148,80 @@ void Planner::Assign(const Request& r, int d, int units, bool slice_units,
     return;
   }
   // Otherwise the gang spans several domains of the lowest tier above the nodes (leaves; NVLink
-  // domains on NVL72): choose those directly, however they group into the tiers between, since
-  // they decide how many NICs and uplinks the gang's traffic crosses. A roomy leaf made of two
-  // half-free racks is worse than one free rack.
-  const int unit_level = c_.node_level() - 1;
-  if (!slice_units && dom.level < unit_level - 1) {
+  // domains on NVL72): choose those directly, however they group into the tiers between, as long
+  // as those tiers are non-blocking, since they decide how many NICs and uplinks the gang's
+  // traffic crosses (a roomy leaf made of two half-free racks is worse than one free rack).
+  // Across an oversubscribed tier the fewest domains of that tier come first.
+  int flat = dom.level + 1;
+  if (!slice_units && UplinkOversubscription(flat) <= 1) {
+    while (flat < c_.node_level() - 1 && UplinkOversubscription(flat + 1) <= 1) ++flat;
+  }
+  if (flat > dom.level + 1) {
     kids.clear();
-    for (int u = c_.LevelBegin(unit_level); u < c_.LevelEnd(unit_level); ++u) {
+    for (int u = c_.LevelBegin(flat); u < c_.LevelEnd(flat); ++u) {
       const Domain& ud = c_.domain(u);
       if (ud.node_begin < dom.node_begin || ud.node_end > dom.node_end) continue;
       const int k = cap(u);
       if (k > 0) kids.emplace_back(k, u);
     }
   }
-  // As few of them as possible (the roomiest), sharing the units as evenly as their
-  // room allows. An all-reduce across children is as slow as its smallest share: the hierarchical
-  // algorithm's ring between NVLink domains runs over each domain's NICs, and a leaf holding one
-  // node of a gang gives that node only its share of the leaf's uplinks (docs/network-model.md).
-  // Filling the roomiest children and putting the rest in the tightest left one child with a
-  // sliver (a 72-tray gang as 18+18+18+17+1 trays); balanced shares are Kueue's
-  // BalancedPlacement (KEP 2724).
+  // As few of them as possible: the roomiest. When the split crosses a slower tier than the
+  // children's own (NVLink domains on NVL72, islands behind an oversubscribed core), the units are
+  // shared as evenly as the children's room allows, in whole nodes' worth of members: an
+  // all-reduce across them is as slow as the smallest share (the hierarchical algorithm's ring
+  // between NVLink domains runs over each domain's NICs; a lopsided split gives the small side
+  // only its own share of the oversubscribed uplinks; docs/network-model.md). Filling the
+  // roomiest and putting the rest in the tightest left a sliver (a 72-tray gang as
+  // 18+18+18+17+1 trays). Balanced shares are Kueue's BalancedPlacement (KEP 2724). Across
+  // non-blocking children the split costs nothing, so there the roomiest are filled and the
+  // rest goes to the tightest child that holds it (best fit: whole leaves stay free).
   std::sort(kids.begin(), kids.end(), [&](const auto& a, const auto& b) {
     if (a.first != b.first) return a.first > b.first;
     return Better(r, a.second, b.second);
   });
   size_t k = 0;
   for (int room = 0; k < kids.size() && room < units; ++k) room += kids[k].first;
-  // Water-fill: the smallest children first, each its fair share of what is left or its room.
-  std::vector<std::pair<int, int>> chosen(kids.begin(), kids.begin() + static_cast<long>(k));
-  std::sort(chosen.begin(), chosen.end(), [&](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return a.second < b.second;
-  });
-  std::vector<int> share(k, 0);
-  int remaining = units;
-  for (size_t i = 0; i < k; ++i) {
-    const int left = static_cast<int>(k - i);
-    share[i] = std::min(chosen[i].first, (remaining + left - 1) / left);
-    remaining -= share[i];
+  std::vector<std::pair<int, int>> chosen;
+  std::vector<int> share;
+  const int child_level = kids.empty() ? dom.level + 1 : c_.domain(kids[0].second).level;
+  if (c_.SpanBandwidthGbps(child_level) > c_.SpanBandwidthGbps(dom.level)) {
+    // Water-fill: the smallest children first, each its fair share of what is left (rounded up
+    // to whole nodes) or its room.
+    chosen.assign(kids.begin(), kids.begin() + static_cast<long>(k));
+    std::sort(chosen.begin(), chosen.end(), [&](const auto& a, const auto& b) {
+      if (a.first != b.first) return a.first < b.first;
+      return a.second < b.second;
+    });
+    const int per_node = slice_units ? 1 : std::max(1, c_.max_gpus_per_node() / r.gpus);
+    int remaining = units;
+    for (size_t i = 0; i < k; ++i) {
+      const int left = static_cast<int>(k - i);
+      const int fair = (remaining + left - 1) / left;
+      const int whole = (fair + per_node - 1) / per_node * per_node;
+      share.push_back(std::min({chosen[i].first, whole, remaining}));
+      remaining -= share.back();
+    }
+  } else {
+    std::vector<char> used(kids.size(), 0);
+    int remaining = units;
+    for (size_t i = 0; i < kids.size() && remaining > 0; ++i) {
+      // The tightest child that holds the rest, if any; else the roomiest, filled.
+      int pick = -1;
+      for (size_t j = 0; j < kids.size(); ++j) {
+        if (used[j] || kids[j].first < remaining) continue;
+        if (pick < 0 || kids[j].first < kids[pick].first ||
+            (kids[j].first == kids[pick].first && Better(r, kids[j].second, kids[pick].second))) {
+          pick = static_cast<int>(j);
+        }
+      }
+      if (pick < 0) pick = static_cast<int>(i);  // kids are sorted roomiest first
+      while (used[pick]) ++pick;
+      used[pick] = 1;
+      chosen.push_back(kids[pick]);
+      share.push_back(std::min(kids[pick].first, remaining));
+      remaining -= share.back();
+    }
+    k = chosen.size();
   }
   // Children in domain order, so members of one domain are contiguous and ranks follow topology.
   std::vector<size_t> order(k);
@@ -195,6 +231,14 @@ void Planner::Assign(const Request& r, int d, int units, bool slice_units,
   for (size_t i : order) {
     if (share[i] > 0) Assign(r, chosen[i].second, share[i], slice_units, out);
   }
+}
+
+double Planner::UplinkOversubscription(int level) const {
+  if (level <= 1) return c_.topology().cluster_oversubscription;
+  for (const TierSpec& t : c_.topology().tiers) {
+    if (t.name == c_.LevelName(level - 1)) return t.oversubscription;
+  }
+  return 1;
 }
 
 absl::StatusOr<Placement> Planner::PlanForSku(const GangSpec& gang, int sku, int top_level,

@@ -23,6 +23,16 @@ int PotentialMembers(const Cluster& c, int domain, int sku, int g) {
   return total;
 }
 
+// The span bandwidth of the narrowest tier whose largest domain holds the gang: the best any
+// placement of its shape gets on this cluster (Cluster::SpanBandwidthGbps).
+double BestBandwidth(const Cluster& c, const GangSpec& g) {
+  if (g.members <= 1) return 0;
+  for (int level = c.node_level(); level > 0; --level) {
+    if (c.MaxDomainGpus(level) >= g.total_gpus()) return c.SpanBandwidthGbps(level);
+  }
+  return c.SpanBandwidthGbps(0);
+}
+
 }  // namespace
 
 std::string GangQueue::HoldName(absl::string_view gang) { return absl::StrCat("hold/", gang); }
@@ -36,6 +46,21 @@ absl::Status GangQueue::Enqueue(const GangSpec& gang, absl::Time now) {
   e.enqueued = now;
   waiting_.push_back(std::move(e));
   return absl::OkStatus();
+}
+
+absl::Time GangQueue::NextDeadline(absl::Time now) const {
+  absl::Time next = absl::InfiniteFuture();
+  for (const Entry& e : waiting_) {
+    if (e.could_start != absl::InfiniteFuture()) {
+      const absl::Time t = e.could_start + options_.locality_patience;
+      if (t > now) next = std::min(next, t);
+    }
+    if (e.hold_domain < 0 && e.spec.total_gpus() >= options_.hold_min_gpus) {
+      const absl::Time t = e.enqueued + options_.starvation_threshold;
+      if (t > now) next = std::min(next, t);
+    }
+  }
+  return next;
 }
 
 bool GangQueue::Contains(absl::string_view name) const {
@@ -245,6 +270,14 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       if (!lenders.empty()) r = ReserveOnLentHolds(sched, e, lenders, now);
     }
     sched.UnmaskNodes(masked);
+    if (r.ok() && options_.locality_patience > absl::ZeroDuration() &&
+        (*r)->placement.bandwidth_gbps < BestBandwidth(sched.cluster(), e.spec)) {
+      if (e.could_start == absl::InfiniteFuture()) e.could_start = now;
+      if (now - e.could_start < options_.locality_patience) {
+        (void)sched.Release(e.spec.name);  // wait for a better placement
+        r = absl::ResourceExhaustedError("waiting for a better-connected placement");
+      }
+    }
     if (r.ok()) {
       started.push_back(e.spec.name);
       waiting_.erase(waiting_.begin() + static_cast<long>(i));

@@ -42,8 +42,9 @@ enum class QueueOrder {
 struct QueueOptions {
   QueueOrder order = QueueOrder::kArrival;
   absl::Duration starvation_threshold = absl::Minutes(10);
-  // Only gangs of at least this many GPUs get holds: small ones fit into any gap soon.
-  int hold_min_gpus = 64;
+  // Only gangs of at least this many GPUs get holds: smaller ones fit into a gap soon enough, and
+  // holding for them cost more JCT than it saved (docs/placement-quality.md, "The queue").
+  int hold_min_gpus = 256;
   // How many starved gangs may hold GPUs at once (the oldest first).
   int max_holds = 1;
   // Claim nodes for this many times the gang's members. More than 1 did not shorten waits in
@@ -80,6 +81,12 @@ struct QueueOptions {
   // ... and a hold also starts once its claim is estimated whole within this horizon
   // (zero: off), whatever the readiness rules above say.
   absl::Duration hold_horizon = absl::ZeroDuration();
+  // Locality patience: a gang that could start now only on a placement slower than its shape's
+  // best on this cluster (the span bandwidth of the narrowest tier that can hold it: a sub-node
+  // gang over several nodes, an NVL72 gang over several racks, a gang across islands) waits up
+  // to this long for a better one, counted from the first time it could have started; then it
+  // takes what there is. Zero: start on whatever fits at once.
+  absl::Duration locality_patience = absl::Minutes(30);
 };
 
 class GangQueue {
@@ -97,6 +104,8 @@ class GangQueue {
     // When the claim should be whole by the run-time estimates of the gangs on it
     // (InfiniteFuture: unknown).
     absl::Time ready_at = absl::InfiniteFuture();
+    // First time it could have started, on a slower placement than its best (patience).
+    absl::Time could_start = absl::InfiniteFuture();
   };
 
   // AlreadyExists if a gang of that name is waiting.
@@ -113,6 +122,9 @@ class GangQueue {
                                     const NodeExclusion& exclude = {});
 
   const std::vector<Entry>& waiting() const { return waiting_; }
+  // The earliest time after `now` at which Schedule may start something without any other
+  // change: a gang's locality patience runs out, or a large gang turns starved.
+  absl::Time NextDeadline(absl::Time now) const;
   bool Contains(absl::string_view name) const;
   size_t size() const { return waiting_.size(); }
   // Name of the kHeld record holding GPUs for `gang`.

@@ -50,14 +50,11 @@ bool FitsModel(const Cluster& c, const TraceJob& t, int sku, int req) {
 
 }  // namespace
 
-absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace,
-                                      const std::string& policy_name, const SimOptions& opt) {
-  // Jobs: validated against this cluster.
+absl::StatusOr<std::vector<SimJob>> MakeSimJobs(const Cluster& cluster, const Trace& trace,
+                                                const SimOptions& opt) {
   std::vector<SimJob> jobs;
   jobs.reserve(trace.jobs.size());
-  std::vector<char> schedulable(trace.jobs.size(), 1);
-  for (size_t i = 0; i < trace.jobs.size(); ++i) {
-    const TraceJob& t = trace.jobs[i];
+  for (const TraceJob& t : trace.jobs) {
     SimJob j;
     j.trace = &t;
     j.gang.name = t.id;
@@ -91,13 +88,25 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
                                                        "' for this cluster (tiers: ", known, ")"));
       }
     }
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace,
+                                      const std::string& policy_name, const SimOptions& opt) {
+  auto built = MakeSimJobs(cluster, trace, opt);
+  if (!built.ok()) return built.status();
+  std::vector<SimJob>& jobs = *built;
+  std::vector<char> schedulable(trace.jobs.size(), 1);
+  for (size_t i = 0; i < trace.jobs.size(); ++i) {
+    const TraceJob& t = trace.jobs[i];
     const int req = t.required_tier.empty() ? 0 : cluster.LevelByName(t.required_tier);
     if (t.gpus_per_member > cluster.max_gpus_per_node() ||
         t.total_gpus() > cluster.MaxDomainGpus(req) ||
         (!t.sku.empty() && !FitsModel(cluster, t, cluster.FindSku(t.sku), req))) {
       schedulable[i] = 0;  // can never fit on this cluster, even empty
     }
-    jobs.push_back(std::move(j));
   }
   const bool network = opt.comm_model == CommModel::kNetwork;
   const NetworkModel net(cluster);

@@ -41,12 +41,18 @@ struct SimOptions {
   // whether it is requeued or repaired in place.
   double restart_cost_s = 600;
   double rendezvous_timeout_s = 600;    // `default` policy only
-  double locality_patience_s = 0;       // `topogang` only: see PolicyContext
+  double locality_patience_s = -1;      // `topogang` only: see PolicyContext
   QueueOverrides queue;                 // `topogang` only: QueueOptions overrides
   bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
 };
+
+// The gangs the policies see for the trace's jobs (name, shape, tiers, GPU model, priority, and
+// the run-time estimate `opt.estimates` says). InvalidArgument naming the line for a tier or GPU
+// model the cluster does not have.
+absl::StatusOr<std::vector<SimJob>> MakeSimJobs(const Cluster& cluster, const Trace& trace,
+                                                const SimOptions& opt);
 
 absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace,
                                       const std::string& policy, const SimOptions& options);

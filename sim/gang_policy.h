@@ -78,6 +78,12 @@ class GangPolicy : public Policy {
   }
   // Level a job's reservation shadow is computed at (its required tier, else the cluster).
   int RequiredLevel(int job) const;
+  // Something a placement depends on changed with time alone (e.g. a job's wait passed Slurm's
+  // max_switch_wait): the next Schedule re-evaluates the whole queue.
+  void Invalidate() {
+    freed_ = true;
+    bf_dirty_ = true;
+  }
 
   PolicyContext ctx_;
 

@@ -50,10 +50,8 @@ struct PolicyContext {
   // `default` only: a partially placed gang gives its pods back after waiting this long (the
   // rendezvous timeout of the training launcher), so two half-placed gangs cannot deadlock.
   double rendezvous_timeout_s = 600;
-  // `topogang` only, a prototype of a queue change (0 = off = what the daemon does): a gang
-  // whose planned placement has less bandwidth than its shape's ideal is put back in the queue
-  // instead of started, until it has waited this long.
-  double locality_patience_s = 0;
+  // `topogang` only: QueueOptions::locality_patience in seconds (< 0: the daemon's default).
+  double locality_patience_s = -1;
   // `topogang` only: the daemon's queue options (scheduler/queue_policy.h), defaults unless set.
   QueueOverrides queue;
   // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By

@@ -35,6 +35,7 @@
 // Slurm reserves resources for every job its backfill pass tests (up to bf_max_job_test); this
 // model reserves for the first blocked job only (EASY), which lets more jobs backfill.
 #include <algorithm>
+#include <set>
 
 #include "sim/network_model.h"
 #include "sim/policies.h"
@@ -51,6 +52,28 @@ class SlurmTreePolicy : public ClusterGangPolicy {
   std::string name() const override { return best_ ? "slurm-tree-best" : "slurm-tree"; }
 
   static constexpr double kMaxSwitchWaitS = 300;  // SchedulerParameters=max_switch_wait default
+
+  void Enqueue(int j, double now) override {
+    GangPolicy::Enqueue(j, now);
+    const std::string& req = job(j).gang.required_tier;
+    if (best_ && !req.empty() && !IsNvlinkLevel(cluster_.LevelByName(req))) {
+      switch_deadlines_.insert(FirstEnqueued(j) + kMaxSwitchWaitS);
+    }
+  }
+  std::vector<Started> Schedule(double now) override {
+    // A switch requirement given up re-opens the queue (the backfill pass reconsiders it).
+    bool expired = false;
+    while (!switch_deadlines_.empty() && *switch_deadlines_.begin() <= now) {
+      switch_deadlines_.erase(switch_deadlines_.begin());
+      expired = true;
+    }
+    if (expired) Invalidate();
+    return GangPolicy::Schedule(now);
+  }
+  double NextWakeup() const override {
+    const double base = GangPolicy::NextWakeup();
+    return switch_deadlines_.empty() ? base : std::min(base, *switch_deadlines_.begin());
+  }
   static BackfillParams Params(bool best) {
     BackfillParams p;
     if (!best) return p;
@@ -236,6 +259,7 @@ class SlurmTreePolicy : public ClusterGangPolicy {
   }
 
   bool best_;
+  std::multiset<double> switch_deadlines_;  // when waiting jobs' --switches waits run out
   // The job being placed: GPU model, GPUs per task, tasks per node (0: any).
   int sku_ = kAnySku, g_ = 1, per_node_ = 0;
   std::vector<int> taken_;  // members taken per domain during one Place

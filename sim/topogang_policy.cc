@@ -10,10 +10,13 @@
 //    re-planned whole instead of running slow for the rest of its life. On a drain running gangs
 //    keep their GPUs until they finish.
 // GPUs the queue holds for a starved gang (kHeld records) are reported as idle-held GPU-time.
+// Members run in rank order (scheduler/rank_order.h): the planner returns them so, and a repaired
+// gang is re-ranked when it restarts, so the network model prices the ring a launcher would build.
 #include <map>
 
 #include "scheduler/gang_scheduler.h"
 #include "scheduler/queue_policy.h"
+#include "scheduler/rank_order.h"
 #include "sim/comm_model.h"
 #include "sim/policies.h"
 
@@ -53,6 +56,7 @@ class TopogangPolicy : public Policy {
     }
     if (ctx.queue.order >= 0) o.order = static_cast<QueueOrder>(ctx.queue.order);
     if (ctx.queue.hold_timeout_s >= 0) o.hold_timeout = absl::Seconds(ctx.queue.hold_timeout_s);
+    if (ctx.locality_patience_s >= 0) o.locality_patience = absl::Seconds(ctx.locality_patience_s);
     return o;
   }
   const Cluster& cluster() const override { return sched_.cluster(); }
@@ -66,33 +70,18 @@ class TopogangPolicy : public Policy {
 
   std::vector<Started> Schedule(double now) override {
     std::vector<Started> out;
-    if (!dirty_ && now < wake_ && now < wake_patience_) return out;
+    if (!dirty_ && now < wake_) return out;
     dirty_ = false;
-    if (now >= wake_patience_) wake_patience_ = kNever;
     for (const std::string& name : queue_.Schedule(sched_, At(now))) {
       const int j = by_name_.at(name);
       const GangRecord* rec = sched_.Find(name);
-      if (ctx_.locality_patience_s > 0 && rec->placement.bandwidth_gbps < ideal_[j] &&
-          now - first_enqueued_[j] < ctx_.locality_patience_s) {
-        // Prototype: not good enough yet; wait for a better domain (keeping the queue position).
-        (void)sched_.Release(name);
-        (void)queue_.Enqueue(job(j).gang, At(first_enqueued_[j]));
-        dirty_ = true;
-        wake_patience_ = std::min(wake_patience_, first_enqueued_[j] + ctx_.locality_patience_s);
-        continue;
-      }
       (void)sched_.Commit(name);
       out.push_back(Started{j, rec->placement.members});
     }
-    // The next time a waiting large gang turns "starved" and may start holding GPUs.
-    wake_ = kNever;
-    const QueueOptions defaults = Options(ctx_);
-    for (const GangQueue::Entry& e : queue_.waiting()) {
-      if (e.hold_domain >= 0 || e.spec.total_gpus() < defaults.hold_min_gpus) continue;
-      const double t = absl::ToDoubleSeconds(e.enqueued - absl::UnixEpoch()) +
-                       absl::ToDoubleSeconds(defaults.starvation_threshold);
-      if (t > now) wake_ = std::min(wake_, t);
-    }
+    // The next time a waiting gang's patience runs out or a large gang turns "starved".
+    const absl::Time next = queue_.NextDeadline(At(now));
+    wake_ =
+        next == absl::InfiniteFuture() ? kNever : absl::ToDoubleSeconds(next - absl::UnixEpoch());
     return out;
   }
 
@@ -114,7 +103,11 @@ class TopogangPolicy : public Policy {
           (ctx_.repair_in_place_always ||
            sched_.Find(e.gang)->placement.bandwidth_gbps >= ideal_[j]) &&
           sched_.ApplyReplacement(e.gang, e.lost_members, e.replacement).ok()) {
-        r.moved.emplace_back(j, sched_.Find(e.gang)->placement.members);
+        // The gang restarts from its checkpoint: its launcher ranks the members anew
+        // (scheduler/rank_order.h), so the replacement does not sit out of ring order.
+        std::vector<MemberPlacement> members = sched_.Find(e.gang)->placement.members;
+        SortByRank(&members);
+        r.moved.emplace_back(j, std::move(members));
         continue;
       }
       if (e.kind == ReplanEvent::Kind::kReplacementProposed ||
@@ -126,7 +119,7 @@ class TopogangPolicy : public Policy {
     return r;
   }
 
-  double NextWakeup() const override { return std::min(wake_, wake_patience_); }
+  double NextWakeup() const override { return wake_; }
 
   long HeldIdleGpus() const override {
     long held = 0;
@@ -162,7 +155,6 @@ class TopogangPolicy : public Policy {
   std::vector<double> ideal_, first_enqueued_;
   bool dirty_ = false;
   double wake_ = kNever;
-  double wake_patience_ = kNever;
 };
 
 }  // namespace

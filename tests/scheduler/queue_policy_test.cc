@@ -156,9 +156,12 @@ TEST(GangQueue, NoHoldForAGangThatCanNeverFit) {
   EXPECT_EQ(s.Find(GangQueue::HoldName("impossible")), nullptr);
 }
 
-// Runs a gang on explicit GPUs of one node.
-void RunOn(GangScheduler& s, const std::string& name, int node, int first, int count) {
+// Runs a gang on explicit GPUs of one node (started at the epoch, with an optional run-time
+// estimate).
+void RunOn(GangScheduler& s, const std::string& name, int node, int first, int count,
+           absl::Duration estimate = absl::ZeroDuration()) {
   GangSpec g = Gang(name, 1, count);
+  g.runtime_estimate = estimate;
   Placement p;
   MemberPlacement m{node, {}};
   for (int i = 0; i < count; ++i) m.gpus.push_back(s.cluster().node(node).gpu_begin + first + i);
@@ -290,6 +293,121 @@ TEST(GangQueue, OlderJobsDoNotCountAsBackfill) {
   ASSERT_TRUE(s.Release("old1").ok());
   EXPECT_TRUE(q.Schedule(s, t + absl::Seconds(2)).empty());
   EXPECT_TRUE(HeldNodes(s, "big").empty()) << "free + young = 3 of 4 members";
+}
+
+TEST(GangQueue, LocalityPatienceWaitsForABetterPlacementThenTakesWhatThereIs) {
+  // One leaf of two 8-GPU nodes, each half busy: a 2 x 4 gang fits only across the two nodes
+  // (400 Gb/s against 7,200 on one node).
+  for (bool frees : {false, true}) {
+    GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+    QueueOptions opts;
+    opts.locality_patience = absl::Minutes(30);
+    GangQueue q(opts);
+    const absl::Time t = absl::UnixEpoch();
+    RunOn(s, "a", 0, 0, 4);
+    RunOn(s, "b", 1, 0, 4);
+    ASSERT_TRUE(q.Enqueue(Gang("pair", 2, 4), t).ok());
+    EXPECT_TRUE(q.Schedule(s, t).empty()) << "could start split: waits";
+    EXPECT_EQ(s.Find("pair"), nullptr);
+    EXPECT_EQ(q.NextDeadline(t), t + absl::Minutes(30));
+    if (frees) {
+      ASSERT_TRUE(s.Release("a").ok());  // node 0 is free within the patience
+      ASSERT_EQ(q.Schedule(s, t + absl::Minutes(10)), std::vector<std::string>{"pair"});
+      for (const MemberPlacement& m : s.Find("pair")->placement.members) EXPECT_EQ(m.node, 0);
+      continue;
+    }
+    EXPECT_TRUE(q.Schedule(s, t + absl::Minutes(29)).empty());
+    ASSERT_EQ(q.Schedule(s, t + absl::Minutes(30)), std::vector<std::string>{"pair"});
+    EXPECT_EQ(s.Find("pair")->placement.Nodes(), (std::vector<int>{0, 1}));
+  }
+}
+
+TEST(GangQueue, NoPatienceStartsAtOnceAndSingleMembersNeverWait) {
+  GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+  QueueOptions opts;
+  opts.locality_patience = absl::ZeroDuration();
+  GangQueue q(opts);
+  RunOn(s, "a", 0, 0, 4);
+  RunOn(s, "b", 1, 0, 4);
+  ASSERT_TRUE(q.Enqueue(Gang("pair", 2, 4), absl::UnixEpoch()).ok());
+  EXPECT_EQ(q.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{"pair"});
+  GangQueue patient;  // the defaults: 30 minutes of patience, but a one-member gang has no split
+  ASSERT_TRUE(patient.Enqueue(Gang("solo", 1, 2), absl::UnixEpoch()).ok());
+  EXPECT_EQ(patient.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{});  // no room left
+  ASSERT_TRUE(s.Release("pair").ok());
+  EXPECT_EQ(patient.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{"solo"});
+}
+
+// Reservations in time: a hold knows when its claim is estimated whole, and gangs estimated to
+// end by then run on the held GPUs meanwhile (Slurm's backfill rule).
+TEST(GangQueue, EstimatedGangsBackfillIntoAHoldTheyEndBefore) {
+  for (bool lend : {true, false}) {
+    GangScheduler s(MakeCluster(1, 1, 1, 4, 8));
+    QueueOptions opts = HoldAtOnce();
+    opts.claim_order = ClaimOrder::kSoonestFree;
+    opts.backfill_into_holds = lend;
+    GangQueue q(opts);
+    const absl::Time t = absl::UnixEpoch();
+    RunOn(s, "r0", 0, 0, 8, absl::Hours(1));
+    RunOn(s, "r1", 1, 0, 8, absl::Hours(2));
+    ASSERT_TRUE(q.Enqueue(Gang("big", 4, 8), t).ok());
+    EXPECT_TRUE(q.Schedule(s, t).empty());
+    ASSERT_EQ(q.waiting().size(), 1u);
+    EXPECT_EQ(q.waiting()[0].ready_at, t + absl::Hours(2)) << "r1 ends last";
+    EXPECT_EQ(HeldNodes(s, "big"), (std::vector<int>{2, 3}));
+    GangSpec quick = Gang("quick", 1, 8), slow = Gang("slow", 1, 8), blind = Gang("blind", 1, 8);
+    quick.runtime_estimate = absl::Minutes(90);  // ends before 2 h
+    slow.runtime_estimate = absl::Hours(3);      // would delay the hold
+    ASSERT_TRUE(q.Enqueue(slow, t + absl::Seconds(1)).ok());
+    ASSERT_TRUE(q.Enqueue(blind, t + absl::Seconds(2)).ok());  // no estimate: never lent GPUs
+    ASSERT_TRUE(q.Enqueue(quick, t + absl::Seconds(3)).ok());
+    const std::vector<std::string> started = q.Schedule(s, t + absl::Seconds(5));
+    if (lend) {
+      EXPECT_EQ(started, std::vector<std::string>{"quick"});
+      EXPECT_EQ(HeldNodes(s, "big").size(), 1u) << "the rest stays held";
+    } else {
+      EXPECT_TRUE(started.empty());
+      EXPECT_EQ(HeldNodes(s, "big"), (std::vector<int>{2, 3}));
+    }
+    EXPECT_TRUE(s.CheckInvariants().ok()) << s.CheckInvariants();
+  }
+}
+
+TEST(GangQueue, SoonestFreeClaimTakesTheNodesEstimatedToFreeFirst) {
+  GangScheduler s(MakeCluster(1, 1, 1, 3, 8));
+  QueueOptions opts = HoldAtOnce();
+  opts.claim_order = ClaimOrder::kSoonestFree;
+  GangQueue q(opts);
+  const absl::Time t = absl::UnixEpoch();
+  RunOn(s, "late", 0, 0, 8, absl::Hours(3));
+  RunOn(s, "soon", 1, 0, 8, absl::Hours(1));
+  RunOn(s, "unknown", 2, 0, 8);  // no estimate: ends "never"
+  ASSERT_TRUE(q.Enqueue(Gang("big", 2, 8), t).ok());
+  EXPECT_TRUE(q.Schedule(s, t).empty());
+  ASSERT_EQ(q.waiting().size(), 1u);
+  EXPECT_EQ(q.waiting()[0].claim, (std::vector<int>{1, 0}));
+  EXPECT_EQ(q.waiting()[0].ready_at, t + absl::Hours(3));
+  // A gang past its estimate counts as unknown.
+  EXPECT_TRUE(q.Schedule(s, t + absl::Hours(4)).empty());
+  EXPECT_EQ(q.waiting()[0].ready_at, absl::InfiniteFuture());
+}
+
+TEST(GangQueue, DefaultsHoldOnlyForGangsOf256GpusOrMore) {
+  GangScheduler s(MakeCluster(1, 1, 2, 16, 8));  // 256 GPUs
+  QueueOptions opts;
+  opts.starvation_threshold = absl::ZeroDuration();
+  opts.hold_ready_fraction = 0;
+  opts.hold_max_shortfall_share = 1;
+  GangQueue q(opts);
+  RunOn(s, "r0", 0, 0, 8);
+  RunOn(s, "r1", 16, 0, 8);                                            // 30 nodes free
+  ASSERT_TRUE(q.Enqueue(Gang("mid", 31, 8), absl::UnixEpoch()).ok());  // 248 GPUs
+  EXPECT_TRUE(q.Schedule(s, absl::UnixEpoch()).empty());
+  EXPECT_TRUE(HeldNodes(s, "mid").empty()) << "below hold_min_gpus: backfill only";
+  ASSERT_TRUE(q.Enqueue(Gang("huge", 32, 8), absl::UnixEpoch()).ok());  // 256 GPUs
+  EXPECT_TRUE(q.Schedule(s, absl::UnixEpoch()).empty());
+  EXPECT_TRUE(HeldNodes(s, "mid").empty());
+  EXPECT_EQ(HeldNodes(s, "huge").size(), 30u);
 }
 
 }  // namespace

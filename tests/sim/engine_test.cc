@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "sim/comm_model.h"
 #include "sim/generator.h"
 #include "sim/policy.h"
@@ -82,8 +84,10 @@ TEST(Engine, RunTimeIsStretchedByThePlacementBandwidth) {
   ASSERT_TRUE(t.ok());
   Cluster c = testing::MakeCluster(2, 2, 2, 4, 8, "[H100]", 0,
                                    "topology: {preset: topograph, cluster_oversubscription: 4}\n");
+  SimOptions proxy;  // the stretch formula checked below is the proxy's
+  proxy.comm_model = CommModel::kProxy;
   for (const std::string policy : {"default", "gang-firstfit", "topogang"}) {
-    auto r = Simulate(c, *t, policy, SimOptions{});
+    auto r = Simulate(c, *t, policy, proxy);
     ASSERT_TRUE(r.ok()) << r.status();
     int stretched = 0;
     for (size_t i = 0; i < r->jobs.size(); ++i) {
@@ -173,9 +177,11 @@ TEST(Engine, LargeGangsDoNotStarveUnderTopogang) {
   auto easy = Simulate(c, t, "topogang-easy", SimOptions{});
   ASSERT_TRUE(easy.ok());
   EXPECT_LT(Find(*easy, "big").start, 100);  // EASY: reserved at the head's shadow
-  // GangQueue's defaults hold only for nearly-ready gangs (or after 48 h); this stream keeps the
-  // cluster 3/4 busy, so the test turns on the hold for gangs that backfill blocks.
+  // GangQueue's defaults hold only for gangs of 256+ GPUs that are nearly ready (or after 48 h);
+  // this 64-GPU gang on a 64-GPU cluster gets holds with hold_min_gpus 64, and since the stream
+  // keeps the cluster 3/4 busy, with the hold for gangs that backfill blocks.
   SimOptions backfill_blocks;
+  backfill_blocks.queue.hold_min_gpus = 64;
   backfill_blocks.queue.hold_when_backfill_blocks = 1;
   auto ours = Simulate(c, t, "topogang", backfill_blocks);
   ASSERT_TRUE(ours.ok());
@@ -200,6 +206,71 @@ TEST(Engine, JobsLargerThanTheClusterAreLeftOut) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->summary.unschedulable, 1);
   EXPECT_EQ(r->summary.completed, 1);
+}
+
+TEST(Engine, JobsThatNeverFinishCountUntilTheEndOfTheRun) {
+  // b requires one leaf; the only leaf with room for it is drained for good at t=0, so b never
+  // starts. a runs 0..100. The run ends at the last event (a's end): b counts 100 - 10.
+  Trace t = Parse(
+      "a,0,1,8,100,0,,\n"
+      "b,10,2,8,50,0,leaf,\n"
+      "@drain,0,node-placeholder\n");
+  Cluster c = testing::MakeCluster(1, 1, 1, 2, 8);  // one leaf of two nodes
+  t.events[0].node = c.node(1).name;
+  for (const std::string policy : {"kueue-tas", "topogang"}) {
+    auto r = Simulate(c, t, policy, SimOptions{});
+    ASSERT_TRUE(r.ok()) << r.status();
+    const Summary& s = r->summary;
+    EXPECT_EQ(s.completed, 1) << policy;
+    EXPECT_EQ(s.unfinished, 1) << policy;
+    EXPECT_EQ(s.jobs, 2) << policy;
+    EXPECT_LT(Find(*r, "b").start, 0) << policy;
+    const double end = s.makespan;
+    EXPECT_GE(end, 100) << policy;
+    EXPECT_NEAR(s.mean_jct, (100.0 + (end - 10)) / 2, 1e-9) << policy;
+    EXPECT_DOUBLE_EQ(s.p95_jct, std::max(100.0, end - 10)) << policy;
+  }
+}
+
+TEST(Engine, SummaryCountsUnfinishedJobsAtTheRunEnd) {
+  Cluster c = Mini();
+  std::vector<JobResult> jobs(3);
+  jobs[0].arrival = 0, jobs[0].start = 0, jobs[0].end = 10, jobs[0].gpus = 8;
+  jobs[1].arrival = 5, jobs[1].start = 20, jobs[1].end = -1, jobs[1].gpus = 512;  // running
+  jobs[2].arrival = 10, jobs[2].gpus = 512;                                       // never started
+  Summary s;
+  SummarizeJobs(c, jobs, 100, &s);
+  EXPECT_EQ(s.completed, 1);
+  EXPECT_EQ(s.unfinished, 2);
+  EXPECT_NEAR(s.mean_jct, (10.0 + 95 + 90) / 3, 1e-9);
+  EXPECT_NEAR(s.mean_wait, (0.0 + 15 + 90) / 3, 1e-9);
+  EXPECT_DOUBLE_EQ(s.max_wait_256, 15);
+  EXPECT_EQ(s.never_started_256, 1);
+}
+
+TEST(Engine, EstimatesReachThePoliciesAsTold) {
+  // The trace gives a an estimate of 400 s and b none; --estimates picks what the gangs carry.
+  Trace t = Parse("a,0,1,8,100,0,,\nb,0,1,8,100,0,,\n");
+  t.jobs[0].estimate_s = 400;
+  Cluster c = Mini();
+  for (auto [mode, want_a, want_b] :
+       {std::tuple{Estimates::kTrace, 400.0, 0.0}, std::tuple{Estimates::kExact, 100.0, 100.0},
+        std::tuple{Estimates::kNone, 0.0, 0.0}}) {
+    SimOptions opt;
+    opt.estimates = mode;
+    auto jobs = MakeSimJobs(c, t, opt);
+    ASSERT_TRUE(jobs.ok());
+    EXPECT_EQ(absl::ToDoubleSeconds((*jobs)[0].gang.runtime_estimate), want_a);
+    EXPECT_EQ(absl::ToDoubleSeconds((*jobs)[1].gang.runtime_estimate), want_b);
+  }
+}
+
+TEST(Engine, UnknownGpuModelIsAnError) {
+  Trace t = Parse("a,0,1,8,100,0,,\n");
+  t.jobs[0].sku = "B300";
+  auto r = Simulate(Mini(), t, "topogang", SimOptions{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown GPU model 'B300'"), std::string::npos);
 }
 
 }  // namespace

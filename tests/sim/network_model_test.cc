@@ -228,6 +228,7 @@ TEST(NetworkModelEngine, DurationsFollowTheNetworkModel) {
   Cluster c = testing::MakeCluster(1, 1, 1, 2, 8);
   SimOptions opt;
   opt.comm_model = CommModel::kNetwork;
+  opt.locality_patience_s = 0;  // start y split at once (by default it waits for one node)
   auto r = Simulate(c, *t, "topogang", opt);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_DOUBLE_EQ(r->jobs[0].stretch, 1);
@@ -239,13 +240,21 @@ TEST(NetworkModelEngine, DurationsFollowTheNetworkModel) {
   // The proxy prices y's split at 400 Gb/s against 7,200 on one node: 0.5 + 0.5 * 18 = 9.5.
   SimOptions proxy;
   proxy.comm_model = CommModel::kProxy;
+  proxy.locality_patience_s = 0;
   auto p = Simulate(c, *t, "topogang", proxy);
   ASSERT_TRUE(p.ok());
   EXPECT_DOUBLE_EQ(p->jobs[1].stretch, 9.5);
   // The network model is the default.
-  auto d = Simulate(c, *t, "topogang", SimOptions{});
+  SimOptions defaults;
+  defaults.locality_patience_s = 0;
+  auto d = Simulate(c, *t, "topogang", defaults);
   ASSERT_TRUE(d.ok());
   EXPECT_NEAR(d->jobs[1].stretch, 7.0 / 3, 1e-12);
+  // With the default locality patience, y waits for x to end and runs on one node instead.
+  auto patient = Simulate(c, *t, "topogang", SimOptions{});
+  ASSERT_TRUE(patient.ok());
+  EXPECT_DOUBLE_EQ(patient->jobs[1].start, 100);
+  EXPECT_DOUBLE_EQ(patient->jobs[1].stretch, 1);
 }
 
 TEST(NetworkModelEngine, SameSeedSameResults) {

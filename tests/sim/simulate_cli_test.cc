@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "tests/test_util.h"
@@ -95,6 +96,62 @@ TEST(SimulateCli, WrittenTraceReadsBackToTheSameResults) {
   };
   EXPECT_FALSE(rows(read.out).empty());
   EXPECT_EQ(rows(direct.out), rows(read.out));
+}
+
+std::string ClusterFile(const std::string& name) {
+  return testing::SourceDir() + "/examples/clusters/" + name + ".yaml";
+}
+
+TEST(SimulateCli, GeneratorProfilesModelsEstimatesAndCorrelatedFailures) {
+  const std::string nvl = ::testing::TempDir() + "/nvl.csv";
+  CliResult w = Topogang("simulate --cluster " + ClusterFile("gb200-nvl72") +
+                         " --generate 300 --profile nvl72 --seed 2 --trace-failures 0.2"
+                         " --correlated-failures 1 --write-trace " +
+                         nvl);
+  ASSERT_EQ(w.code, 0) << w.out;
+  const std::string text = Slurp(nvl);
+  EXPECT_THAT(text, HasSubstr(",4,"));       // trays of 4 GPUs
+  EXPECT_THAT(text, HasSubstr(",nvlink,"));  // gangs ask for their NVLink domain
+  EXPECT_THAT(text, HasSubstr("--correlated-failures 1"));
+  // A correlated failure takes a whole rack (18 trays) down at once.
+  std::map<std::string, int> per_time;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("@fail,", 0) == 0) ++per_time[line.substr(6, line.find(',', 6) - 6)];
+  }
+  ASSERT_FALSE(per_time.empty());
+  for (const auto& [t, n] : per_time) EXPECT_EQ(n % 18, 0) << t;
+  // Mixed models: every job names one.
+  const std::string mixed = ::testing::TempDir() + "/mixed.csv";
+  w = Topogang("simulate --cluster " + ClusterFile("mixed-h100-a100") +
+               " --generate 200 --profile llm --seed 3 --write-trace " + mixed);
+  ASSERT_EQ(w.code, 0) << w.out;
+  EXPECT_THAT(Slurp(mixed), HasSubstr(",A100,"));
+  EXPECT_THAT(Slurp(mixed), HasSubstr(",H100,"));
+  // The same trace under exact and no estimates runs; a bad mode or an NVLink profile on a
+  // cluster without NVLink domains does not.
+  for (const char* e : {"exact", "none", "trace"}) {
+    CliResult r = Topogang("simulate --cluster " + ClusterFile("mixed-h100-a100") + " --trace " +
+                           mixed + " --policy slurm-tree-best,topogang --estimates " + e);
+    EXPECT_EQ(r.code, 0) << e << r.out;
+  }
+  CliResult r = Topogang("simulate --cluster " + Lab() + " --generate 10 --estimates psychic");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("--estimates must be trace, exact or none"));
+  r = Topogang("simulate --cluster " + Lab() + " --generate 10 --profile nvl72");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_THAT(r.out, HasSubstr("needs a cluster with an NVLink tier"));
+}
+
+TEST(SimulateCli, SeedChangesAGeneratedTrace) {
+  const std::string a = ::testing::TempDir() + "/s1.csv", b = ::testing::TempDir() + "/s2.csv";
+  ASSERT_EQ(
+      Topogang("simulate --cluster " + Lab() + " --generate 100 --seed 1 --write-trace " + a).code,
+      0);
+  ASSERT_EQ(
+      Topogang("simulate --cluster " + Lab() + " --generate 100 --seed 2 --write-trace " + b).code,
+      0);
+  EXPECT_NE(Slurp(a), Slurp(b));
 }
 
 TEST(SimulateCli, BadInputExitsTwoWithTheLine) {

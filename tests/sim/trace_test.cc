@@ -8,6 +8,11 @@
 namespace topogang::sim {
 namespace {
 
+struct BadCaseLike {
+  std::string body;
+  std::string want;
+};
+
 using ::testing::HasSubstr;
 
 constexpr char kHeader[] =
@@ -66,6 +71,40 @@ TEST(TraceCsv, RoundTrips) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(WriteTraceCsv(*back), WriteTraceCsv(t));
   EXPECT_DOUBLE_EQ(back->jobs[0].arrival_s, 12.5);
+}
+
+TEST(TraceCsv, ModelEstimateAndPriorityColumns) {
+  auto t = ParseTraceCsv(
+      "id,arrival_s,members,gpus_per_member,duration_s,sku,estimate_s,priority\n"
+      "a,0,2,8,3600,A100,7200,5\n"
+      "b,1,1,1,60,,,\n",
+      "m.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->jobs[0].sku, "A100");
+  EXPECT_DOUBLE_EQ(t->jobs[0].estimate_s, 7200);
+  EXPECT_EQ(t->jobs[0].priority, 5);
+  EXPECT_EQ(t->jobs[1].sku, "");
+  EXPECT_DOUBLE_EQ(t->jobs[1].estimate_s, 0) << "empty: no estimate";
+  EXPECT_EQ(t->jobs[1].priority, 0);
+  auto back = ParseTraceCsv(WriteTraceCsv(*t), "rt");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(WriteTraceCsv(*back), WriteTraceCsv(*t));
+  EXPECT_EQ(back->jobs[0].sku, "A100");
+  EXPECT_EQ(back->jobs[0].priority, 5);
+  const std::vector<BadCaseLike> bad = {
+      {"a,0,1,1,10,H 100,,\n", "m.csv:2: sku: invalid GPU model name"},
+      {"a,0,1,1,10,,-1,\n", "m.csv:2: estimate_s: -1 out of range"},
+      {"a,0,1,1,10,,x,\n", "m.csv:2: estimate_s: expected a number"},
+      {"a,0,1,1,10,,,high\n", "m.csv:2: priority: expected an integer"},
+  };
+  for (const auto& [body, want] : bad) {
+    auto r = ParseTraceCsv(
+        absl::StrCat("id,arrival_s,members,gpus_per_member,duration_s,sku,estimate_s,priority\n",
+                     body),
+        "m.csv");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(want)) << body;
+  }
 }
 
 struct BadCase {
