@@ -220,8 +220,12 @@ TEST_F(BestPractice, NoPolicyMixesGpuModels) {
     for (const Started& st : s) {
       std::set<int> skus;
       for (const MemberPlacement& m : st.members) skus.insert(c_.node(m.node).sku);
-      if (name != "default") EXPECT_EQ(skus.size(), 1u) << name;
-      if (st.job == k) EXPECT_EQ(*skus.begin(), 1) << name;
+      if (name != "default") {
+        EXPECT_EQ(skus.size(), 1u) << name;
+      }
+      if (st.job == k) {
+        EXPECT_EQ(*skus.begin(), 1) << name;
+      }
     }
     EXPECT_FALSE(Started_(s, j) && name != "default")
         << name << ": 3 nodes of one model do not exist";
