@@ -29,6 +29,9 @@ Reports this node's GPUs and their health to topogangd.
   --ca FILE              CA bundle to verify topogangd (enables TLS)
   --cert FILE --key FILE client certificate (mutual TLS); its CN/SAN must be the node name
   --tls-server-name NAME expected name in topogangd's certificate
+  --stream-heartbeats    heartbeats on a gRPC stream, not as UDP datagrams to the daemon's
+                         gRPC port (the default, with a fallback to a stream when they get
+                         no answer)
   --discover             print the GPUs NVML sees and exit
   --fake-gpus N          no NVML: pretend to have N GPUs (tests, demos)
   --fake-model NAME      model of the fake GPUs (default "NVIDIA H100 80GB HBM3")
@@ -73,7 +76,7 @@ int main(int argc, char** argv) {
   auto args = ParseArgs(argc, argv, 1,
                         {"server", "node", "token-file", "ca", "cert", "key", "tls-server-name",
                          "fake-gpus", "fake-model", "fake-control", "fake-xid-after"},
-                        {"help", "discover"});
+                        {"help", "discover", "stream-heartbeats"});
   if (!args.ok()) {
     std::cerr << "topogang-agent: " << args.status().message() << "\n\n" << kHelp;
     return 2;
@@ -145,6 +148,7 @@ int main(int argc, char** argv) {
   o.cert_file = args->Get("cert");
   o.key_file = args->Get("key");
   o.tls_server_name = args->Get("tls-server-name");
+  o.datagram_heartbeats = !args->Has("stream-heartbeats");
 
   // Signals are taken by sigwait below, so block them before any thread starts.
   sigset_t sigs;

@@ -129,7 +129,27 @@ grpc::ServerUnaryReactor* AgentServiceImpl::Register(grpc::CallbackServerContext
   }
   // req and resp live until Finish.
   auth_.AuthorizeAgentAsync(*ctx, req->node(), [this, r, req, resp](AgentGrant g) {
-    r->Finish(g.status.ok() ? DoRegister(*req, resp) : g.status);
+    r->Finish(g.status.ok() ? DoRegister(*req, resp, g.expires) : g.status);
+  });
+  return r;
+}
+
+grpc::ServerUnaryReactor* AgentServiceImpl::ReportEvent(grpc::CallbackServerContext* ctx,
+                                                        const v1::HealthReport* req,
+                                                        v1::HealthAck* ack) {
+  grpc::ServerUnaryReactor* r = ctx->DefaultReactor();
+  if (grpc::Status s = CheckNodeName(req->node()); !s.ok()) {
+    r->Finish(s);
+    return r;
+  }
+  auth_.AuthorizeAgentAsync(*ctx, req->node(), [this, r, req, ack](AgentGrant g) {
+    if (!g.status.ok()) return r->Finish(g.status);
+    if (!Registered(req->node())) {
+      return r->Finish(
+          Status(grpc::StatusCode::FAILED_PRECONDITION,
+                 absl::StrCat("node '", req->node(), "' has not registered; call Register first")));
+    }
+    r->Finish(DoReport(req->node(), *req, ack));
   });
   return r;
 }
@@ -166,7 +186,7 @@ bool AgentServiceImpl::Registered(absl::string_view node) const {
 }
 
 grpc::Status AgentServiceImpl::DoRegister(const v1::RegisterRequest& req,
-                                          v1::RegisterResponse* resp) {
+                                          v1::RegisterResponse* resp, absl::Time expires) {
   if (req.agent_version().size() > 128 || req.driver_version().size() > 128) {
     return Status(grpc::StatusCode::INVALID_ARGUMENT, "version strings are at most 128 bytes");
   }
@@ -256,6 +276,13 @@ grpc::Status AgentServiceImpl::DoRegister(const v1::RegisterRequest& req,
   resp->set_heartbeat_interval_ms(absl::ToInt64Milliseconds(options_.heartbeat_interval));
   resp->set_heartbeat_window_ms(absl::ToInt64Milliseconds(monitor_.window()));
   resp->set_model_gpus(mn.gpus);
+  if (req.datagram_heartbeats() && options_.datagrams != nullptr) {
+    DatagramHeartbeats::Enrollment e = options_.datagrams->Enroll(req.node(), expires);
+    resp->set_heartbeat_port(static_cast<uint32_t>(options_.datagrams->port()));
+    resp->set_agent_id(e.agent_id);
+    resp->set_epoch(e.epoch);
+    resp->set_heartbeat_key(e.key);
+  }
   return grpc::Status::OK;
 }
 

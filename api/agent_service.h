@@ -1,7 +1,9 @@
 // topogang.v1.AgentService: node agents register their GPUs and stream heartbeats and GPU
 // events. Callback API, so 10k+ idle agent streams cost no threads. Fatal events flip the GPU's
 // health bit in the DaemonState at once (with the core's re-planning); the HeartbeatMonitor
-// handles silence. Agents are authenticated off the callback threads (Authenticator's async path)
+// handles silence. Agents that can send datagram heartbeats (common/heartbeat_datagram.h) get a
+// key at Register and hold no call open: their GPU events come as ReportEvent calls. Agents are
+// authenticated off the callback threads (Authenticator's async path)
 // and a stream opened with an expiring token (a projected ServiceAccount token) is ended when the
 // token expires, so the agent reconnects with its rotated one.
 #pragma once
@@ -15,6 +17,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "api/datagram_heartbeats.h"
 #include "api/heartbeat_monitor.h"
 #include "api/identity.h"
 #include "daemon/daemon_state.h"
@@ -25,6 +28,8 @@ namespace topogang {
 struct AgentServiceOptions {
   absl::Duration heartbeat_interval = absl::Seconds(10);
   std::set<uint32_t> fatal_xids;
+  // Offered to agents that ask (RegisterRequest.datagram_heartbeats); null = streams only.
+  DatagramHeartbeats* datagrams = nullptr;
 };
 
 // What the daemon knows about one node's agent.
@@ -46,9 +51,13 @@ class AgentServiceImpl final : public ::topogang::v1::AgentService::CallbackServ
                                      v1::RegisterResponse* resp) override;
   grpc::ServerBidiReactor<v1::HealthReport, v1::HealthAck>* ReportHealth(
       grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* ReportEvent(grpc::CallbackServerContext* ctx,
+                                        const v1::HealthReport* req, v1::HealthAck* ack) override;
 
-  // The logic after authentication, separate from the reactors.
-  grpc::Status DoRegister(const v1::RegisterRequest& req, v1::RegisterResponse* resp);
+  // The logic after authentication, separate from the reactors. `expires`: when the caller's
+  // credentials do (a datagram registration ends then).
+  grpc::Status DoRegister(const v1::RegisterRequest& req, v1::RegisterResponse* resp,
+                          absl::Time expires = absl::InfiniteFuture());
   // One report on an authenticated stream for `node`.
   grpc::Status DoReport(const std::string& node, const v1::HealthReport& report,
                         v1::HealthAck* ack);

@@ -120,13 +120,13 @@ absl::StatusOr<GrpcServerOptions> ParseGrpcConfig(const YAML::Node& g, absl::str
   if (!g.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(YamlWhere(source, g), ": grpc must be a map"));
   }
-  if (absl::Status s =
-          YamlCheckKeys(g, source,
-                        {"address", "tls", "token_file", "allow_unauthenticated_agents",
-                         "allow_unauthenticated_admin", "token_review", "access_review",
-                         "heartbeat_interval_seconds", "heartbeat_window_seconds",
-                         "monitor_period_ms", "max_receive_bytes", "fatal_xids"},
-                        "daemon.grpc");
+  if (absl::Status s = YamlCheckKeys(
+          g, source,
+          {"address", "tls", "token_file", "allow_unauthenticated_agents",
+           "allow_unauthenticated_admin", "token_review", "access_review", "datagram_port",
+           "datagram_batch_ms", "max_connection_idle_seconds", "heartbeat_interval_seconds",
+           "heartbeat_window_seconds", "monitor_period_ms", "max_receive_bytes", "fatal_xids"},
+          "daemon.grpc");
       !s.ok()) {
     return s;
   }
@@ -134,13 +134,17 @@ absl::StatusOr<GrpcServerOptions> ParseGrpcConfig(const YAML::Node& g, absl::str
   auto token_file = YamlString(g, "token_file", source, std::string());
   auto anon = YamlBool(g, "allow_unauthenticated_agents", source, false);
   auto anon_admin = YamlBool(g, "allow_unauthenticated_admin", source, false);
+  auto dgram_port = YamlInt(g, "datagram_port", source, -1, 65535, 0);
+  auto dgram_batch = YamlInt(g, "datagram_batch_ms", source, 0, 1000, 50);
+  auto idle = YamlInt(g, "max_connection_idle_seconds", source, 0, 86400, 300);
   auto interval = YamlInt(g, "heartbeat_interval_seconds", source, 1, 3600, 10);
   auto window = YamlInt(g, "heartbeat_window_seconds", source, 1, 86400, 30);
   auto period = YamlInt(g, "monitor_period_ms", source, 0, 600000, 0);
   auto max_recv = YamlInt(g, "max_receive_bytes", source, 1024, 1 << 30, 1 << 20);
   for (const absl::Status& s :
        {address.status(), token_file.status(), anon.status(), anon_admin.status(),
-        interval.status(), window.status(), period.status(), max_recv.status()}) {
+        dgram_port.status(), dgram_batch.status(), idle.status(), interval.status(),
+        window.status(), period.status(), max_recv.status()}) {
     if (!s.ok()) return s;
   }
   if (*window < *interval) {
@@ -152,6 +156,9 @@ absl::StatusOr<GrpcServerOptions> ParseGrpcConfig(const YAML::Node& g, absl::str
   o.token_file = *token_file;
   o.allow_unauthenticated_agents = *anon;
   o.allow_unauthenticated_admin = *anon_admin;
+  o.datagram_port = static_cast<int>(*dgram_port);
+  o.datagram_batch = absl::Milliseconds(*dgram_batch);
+  o.max_connection_idle = absl::Seconds(*idle);
   if (const YAML::Node t = g["token_review"]; t.IsDefined() && !t.IsNull()) {
     if (absl::Status s = ParseTokenReview(t, source, &o.token_review); !s.ok()) return s;
   }

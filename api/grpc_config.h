@@ -14,6 +14,9 @@
 //         cache_ttl_seconds: 10  negative_cache_ttl_seconds: 10  timeout_ms: 5000  workers: 4
 //       access_review:                        # Drain/Undrain: SubjectAccessReview (RBAC)
 //         cache_ttl_seconds: 10  negative_cache_ttl_seconds: 10
+//       datagram_port: 0          # UDP heartbeats: 0 = the gRPC port, -1 = off (streams only)
+//       datagram_batch_ms: 50
+//       max_connection_idle_seconds: 300
 //       heartbeat_interval_seconds: 10
 //       heartbeat_window_seconds: 30
 //       monitor_period_ms: 1000

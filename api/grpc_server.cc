@@ -3,6 +3,7 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "api/review_cache.h"
 #include "common/file_util.h"
@@ -11,6 +12,22 @@
 namespace topogang {
 
 namespace {
+
+// "host:port" / "[v6]:port" -> host (brackets dropped) and port (0 when absent or bad).
+std::string HostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  std::string host = colon == std::string::npos ? address : address.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host;
+}
+int PortOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) return 0;
+  return port;
+}
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeCredentials(const GrpcTlsOptions& t) {
   if (t.cert_file.empty() && t.key_file.empty()) {
@@ -109,6 +126,18 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState& state,
   s->monitor_ = std::make_unique<HeartbeatMonitor>(state, options.heartbeat_window);
   s->placement_ = std::make_unique<PlacementServiceImpl>(state, *s->auth_);
   AgentServiceOptions ao;
+  if (options.datagram_port >= 0) {
+    // Bound before the gRPC port, so that an explicit port is the same number for both (one
+    // Service port, TCP and UDP); with port 0 the OS picks one and Register announces it.
+    DatagramHeartbeatOptions dopt;
+    dopt.host = HostOf(options.address);
+    dopt.port = options.datagram_port > 0 ? options.datagram_port : PortOf(options.address);
+    dopt.batch = options.datagram_batch;
+    auto d = DatagramHeartbeats::Start(*s->monitor_, state.clock(), dopt);
+    if (!d.ok()) return d.status();
+    s->datagrams_ = *std::move(d);
+    ao.datagrams = s->datagrams_.get();
+  }
   ao.heartbeat_interval = options.heartbeat_interval;
   ao.fatal_xids = options.fatal_xids.empty() ? DefaultFatalXids() : options.fatal_xids;
   s->agent_ = std::make_unique<AgentServiceImpl>(state, *s->monitor_, *s->auth_, ao);
@@ -118,6 +147,10 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> StartGrpcServer(DaemonState& state,
   b.RegisterService(s->placement_.get());
   b.RegisterService(s->agent_.get());
   b.SetMaxReceiveMessageSize(options.max_receive_bytes);
+  if (options.max_connection_idle > absl::ZeroDuration()) {
+    b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                         static_cast<int>(absl::ToInt64Milliseconds(options.max_connection_idle)));
+  }
   s->server_ = b.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("gRPC: cannot listen on ", options.address));
@@ -153,6 +186,7 @@ void GrpcServer::Shutdown() {
   cv_.notify_all();
   if (monitor_thread_.joinable()) monitor_thread_.join();
   placement_->Stop();
+  if (datagrams_) datagrams_->Stop();
   // RPCs waiting for a TokenReview are answered UNAVAILABLE; later ones at once, the same way.
   if (workers_) workers_->Stop();
   // Give unary calls a moment, then cancel what is left (agent streams wait on reads forever).

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "api/agent_service.h"
+#include "api/datagram_heartbeats.h"
 #include "api/heartbeat_monitor.h"
 #include "api/identity.h"
 #include "api/placement_service.h"
@@ -74,6 +75,14 @@ struct GrpcServerOptions {
   std::shared_ptr<AccessReviewer> access_reviewer;
   absl::Duration heartbeat_interval = absl::Seconds(10);
   absl::Duration heartbeat_window = absl::Seconds(30);
+  // Datagram heartbeats (api/datagram_heartbeats.h) for agents that ask: UDP on this port of the
+  // gRPC address's host; 0 = the gRPC port itself (an OS-chosen one when that is 0); -1 = off
+  // (agents then hold ReportHealth streams).
+  int datagram_port = 0;
+  absl::Duration datagram_batch = absl::Milliseconds(50);
+  // Connections without a call for this long are closed (GOAWAY): an agent with datagram
+  // heartbeats reconnects for its next event. 0 = never.
+  absl::Duration max_connection_idle = absl::Minutes(5);
   // How often the monitor thread checks for silent agents; 0 = window / 10, at least 100 ms.
   // run_monitor_thread=false leaves it to the caller (tests call monitor().CheckNow()).
   absl::Duration monitor_period = absl::ZeroDuration();
@@ -87,6 +96,7 @@ class GrpcServer {
   ~GrpcServer();
   int port() const { return port_; }
   HeartbeatMonitor& monitor() { return *monitor_; }
+  DatagramHeartbeats* datagrams() { return datagrams_.get(); }  // null when off
   AgentServiceImpl& agents() { return *agent_; }
   // Ends streams (WatchDecisions within ~100 ms, agent streams at once), stops the monitor,
   // answers RPCs still waiting for a TokenReview, and waits for handlers. Idempotent.
@@ -103,6 +113,7 @@ class GrpcServer {
   std::unique_ptr<ReviewWorkers> workers_;
   std::unique_ptr<Authenticator> auth_;
   std::unique_ptr<HeartbeatMonitor> monitor_;
+  std::unique_ptr<DatagramHeartbeats> datagrams_;  // before agent_, which points to it
   std::unique_ptr<PlacementServiceImpl> placement_;
   std::unique_ptr<AgentServiceImpl> agent_;
   std::unique_ptr<grpc::Server> server_;

@@ -1,3 +1,5 @@
+// Over 500 lines: one benchmark driver (the simulated agents of both protocols, the daemon child
+// process, the measurements and the report), read top to bottom.
 // agent_load: N simulated node agents (default 12,500, one per node of the 100k-GPU example)
 // against a real topogangd gRPC front end in a forked child process, over loopback.
 // Measures the daemon's CPU and RSS (from /proc/<pid>) while every agent heartbeats at the
@@ -6,16 +8,25 @@
 //
 //   agent_load [--agents 12500] [--interval-s 10] [--measure-s 60] [--window-s 30]
 //              [--monitor-ms 1000] [--channels 32] [--xids 50] [--lost 50]
+//              [--mode datagram|stream] [--batch-ms 50] [--keep-channels]
 //              [--cluster examples/clusters/hyperscale-100k.yaml]
-// The streams are multiplexed over --channels HTTP/2 connections with the callback API.
+// --mode datagram (what agents do by default): heartbeats are signed UDP datagrams
+// (common/heartbeat_datagram.h), XIDs ReportEvent calls, and the registration connections are
+// closed once everyone registered, as idle agent channels are (--keep-channels keeps them).
+// --mode stream: one ReportHealth stream per agent carries heartbeats and XIDs, each acked (the
+// agents' protocol before datagrams). Registration goes over --channels HTTP/2 connections
+// (--channels 12500: one per agent, as on a real cluster).
 #include <grpcpp/create_channel.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -26,6 +37,7 @@
 #include "absl/time/clock.h"
 #include "api/grpc_server.h"
 #include "common/args.h"
+#include "common/heartbeat_datagram.h"
 #include "config/loader.h"
 #include "daemon/daemon_state.h"
 #include "topogang/v1/agent.grpc.pb.h"
@@ -179,8 +191,8 @@ struct Percentiles {
     std::cerr << "daemon: " << server.status() << "\n";
     _exit(1);
   }
-  int port = (*server)->port();
-  (void)!write(port_fd, &port, sizeof(port));
+  int ports[2] = {(*server)->port(), (*server)->datagrams() ? (*server)->datagrams()->port() : 0};
+  (void)!write(port_fd, ports, sizeof(ports));
   char c;
   (void)!read(stop_fd, &c, 1);  // parent closes the pipe to stop us
   (*server)->Shutdown();
@@ -190,14 +202,37 @@ struct Percentiles {
 
 }  // namespace
 
+namespace {
+
+// One simulated agent in datagram mode: its registration and its next seq.
+struct DatagramAgent {
+  uint32_t agent_id = 0, epoch = 0;
+  std::string key;
+  uint64_t seq = 0;
+};
+
+// A UDP socket connected to the daemon's datagram port; returns -1 on failure.
+int OpenUdp(int port) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) return -1;
+  return fd;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   auto args = ParseArgs(argc, argv, 1,
                         {"agents", "interval-s", "measure-s", "window-s", "monitor-ms", "channels",
-                         "xids", "lost", "cluster"},
-                        {"help"});
+                         "xids", "lost", "cluster", "mode", "batch-ms"},
+                        {"help", "keep-channels"});
   if (!args.ok() || args->Has("help")) {
     std::cerr << "usage: agent_load [--agents N] [--interval-s S] [--measure-s S] [--window-s S] "
-                 "[--monitor-ms MS] [--channels C] [--xids K] [--lost L] [--cluster FILE]\n";
+                 "[--monitor-ms MS] [--channels C] [--xids K] [--lost L] [--mode datagram|stream] "
+                 "[--batch-ms MS] [--keep-channels] [--cluster FILE]\n";
     return args.ok() ? 0 : 2;
   }
   auto num = [&](const char* f, int def) {
@@ -211,7 +246,13 @@ int main(int argc, char** argv) {
   const int agents = num("agents", 12500), interval_s = num("interval-s", 10),
             measure_s = num("measure-s", 60), window_s = num("window-s", 30),
             monitor_ms = num("monitor-ms", 1000), channels = num("channels", 32),
-            xids = num("xids", 50), lost = num("lost", 50);
+            xids = num("xids", 50), lost = num("lost", 50), batch_ms = num("batch-ms", 50);
+  const std::string mode = args->Get("mode", "datagram");
+  if (mode != "datagram" && mode != "stream") {
+    std::cerr << "--mode wants datagram or stream\n";
+    return 2;
+  }
+  const bool datagram = mode == "datagram";
   const std::string cluster_file = args->Get(
       "cluster", std::string(TOPOGANG_SOURCE_DIR) + "/examples/clusters/hyperscale-100k.yaml");
 
@@ -238,6 +279,8 @@ int main(int argc, char** argv) {
   opts.heartbeat_interval = absl::Seconds(interval_s);
   opts.heartbeat_window = absl::Seconds(window_s);
   opts.monitor_period = absl::Milliseconds(monitor_ms);
+  opts.datagram_port = datagram ? 0 : -1;
+  opts.datagram_batch = absl::Milliseconds(batch_ms);
   for (const std::string& n : nodes) opts.tokens.node_by_token[TokenOf(n)] = n;
 
   int port_pipe[2], stop_pipe[2];
@@ -249,15 +292,17 @@ int main(int argc, char** argv) {
     RunDaemon(*std::move(cluster), opts, port_pipe[1], stop_pipe[0]);
   }
   close(stop_pipe[0]);
-  int port = 0;
-  if (read(port_pipe[0], &port, sizeof(port)) != sizeof(port)) {
+  int ports[2] = {0, 0};
+  if (read(port_pipe[0], ports, sizeof(ports)) != sizeof(ports)) {
     std::cerr << "daemon did not start\n";
     return 1;
   }
+  const int port = ports[0], udp_port = ports[1];
   const ProcStats idle = ReadProc(daemon);
-  std::cout << "daemon pid " << daemon << " on 127.0.0.1:" << port << ", cluster "
-            << cluster_file.substr(cluster_file.rfind('/') + 1) << "; idle RSS "
-            << idle.rss_kb / 1024 << " MiB\n";
+  std::cout << "daemon pid " << daemon << " on 127.0.0.1:" << port
+            << (datagram ? absl::StrCat(" (datagrams on UDP ", udp_port, ")") : "") << ", cluster "
+            << cluster_file.substr(cluster_file.rfind('/') + 1) << ", mode " << mode
+            << "; idle RSS " << idle.rss_kb / 1024 << " MiB\n";
   const std::string target = absl::StrCat("127.0.0.1:", port);
 
   std::vector<std::unique_ptr<v1::AgentService::Stub>> stubs;
@@ -268,7 +313,33 @@ int main(int argc, char** argv) {
         grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), ca)));
   }
 
-  // 1. Register everyone (bounded concurrency), then open the health streams.
+  // 1. Register everyone (bounded concurrency), then open the health streams (stream mode). In
+  // datagram mode each agent sends its first heartbeat as soon as it registered, as real ones do
+  // (registering 12,500 agents over 12,500 connections takes longer than the window).
+  std::vector<int> udp;
+  for (int k = 0; datagram && k < std::min(channels, 64); ++k) {
+    udp.push_back(OpenUdp(udp_port));
+    if (udp.back() < 0) {
+      std::cerr << "cannot open a UDP socket to port " << udp_port << "\n";
+      return 1;
+    }
+  }
+  std::vector<DatagramAgent> dagents(agents);
+  std::vector<std::atomic<int64_t>> last_beat_ms(agents);  // 0 = not registered yet
+  const int64_t interval_ms = interval_s * 1000;
+  // While the others register, agents registered an interval ago send their next heartbeat.
+  auto beat_registered = [&] {
+    const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+    for (int i = 0; i < agents && datagram; ++i) {
+      const int64_t last = last_beat_ms[i].load(std::memory_order_acquire);
+      if (last == 0 || now_ms - last < interval_ms) continue;
+      DatagramAgent& a = dagents[i];
+      const std::string d = EncodeHeartbeatDatagram({a.agent_id, a.epoch, ++a.seq}, a.key);
+      (void)!send(udp[i % udp.size()], d.data(), d.size(), MSG_DONTWAIT);
+      last_beat_ms[i] = now_ms;
+    }
+  };
+  absl::Time next_sweep = absl::Now();
   const absl::Time reg_start = absl::Now();
   {
     std::mutex mu;
@@ -281,25 +352,65 @@ int main(int argc, char** argv) {
       v1::RegisterResponse resp;
     };
     std::vector<std::unique_ptr<Call>> calls(agents);
+    // One connection per agent (--channels = --agents) in datagram mode: each agent drops its
+    // connection once registered, as real ones do, so only those registering hold one.
+    const bool release = datagram && channels == agents && !args->Has("keep-channels");
+    std::vector<int> registered;
+    size_t released = 0;
     for (int i = 0; i < agents; ++i) {
       {
         std::unique_lock<std::mutex> l(mu);
-        cv.wait(l, [&] { return in_flight < 256; });
+        while (in_flight >= 256) {
+          cv.wait_for(l, std::chrono::milliseconds(20));
+          if (absl::Now() >= next_sweep) {
+            l.unlock();
+            beat_registered();
+            next_sweep = absl::Now() + absl::Milliseconds(100);
+            l.lock();
+          }
+        }
         ++in_flight;
+        for (; release && released < registered.size(); ++released) {
+          calls[registered[released]].reset();  // the finished call holds its channel
+          stubs[registered[released]].reset();
+        }
+      }
+      if (absl::Now() >= next_sweep) {
+        beat_registered();
+        next_sweep = absl::Now() + absl::Milliseconds(100);
+        if (std::getenv("AGENT_LOAD_TRACE") && i % 1000 == 0) {
+          int fds = 0;
+          for (const auto& e :
+               std::filesystem::directory_iterator(absl::StrCat("/proc/", daemon, "/fd"))) {
+            (void)e;
+            ++fds;
+          }
+          std::cerr << "registering " << i << ": daemon RSS " << ReadProc(daemon).rss_kb / 1024
+                    << " MiB, " << fds << " open files\n";
+        }
       }
       calls[i] = std::make_unique<Call>();
       Call& c = *calls[i];
       c.ctx.AddMetadata("authorization", "Bearer " + TokenOf(nodes[i]));
       c.req.set_node(nodes[i]);
+      c.req.set_datagram_heartbeats(datagram);
       for (int g = 0; g < 8; ++g) {
         v1::Gpu* gpu = c.req.add_gpus();
         gpu->set_index(g);
         gpu->set_uuid(absl::StrCat("GPU-", nodes[i], "-", g));
         gpu->set_model("NVIDIA H100 80GB HBM3");
       }
-      stubs[i % channels]->async()->Register(&c.ctx, &c.req, &c.resp, [&](grpc::Status s) {
+      stubs[i % channels]->async()->Register(&c.ctx, &c.req, &c.resp, [&, i](grpc::Status s) {
+        if (s.ok() && datagram && c.resp.heartbeat_port() != 0) {
+          DatagramAgent& a = dagents[i];
+          a = {c.resp.agent_id(), c.resp.epoch(), c.resp.heartbeat_key(), 1};
+          const std::string d = EncodeHeartbeatDatagram({a.agent_id, a.epoch, a.seq}, a.key);
+          (void)!send(udp[i % udp.size()], d.data(), d.size(), MSG_DONTWAIT);
+          last_beat_ms[i].store(absl::ToUnixMillis(absl::Now()), std::memory_order_release);
+        }
         std::lock_guard<std::mutex> l(mu);
         if (!s.ok() && failed++ == 0) first_error = s.error_message();
+        registered.push_back(i);
         --in_flight;
         cv.notify_all();
       });
@@ -310,15 +421,34 @@ int main(int argc, char** argv) {
       std::cerr << failed << " registrations failed, first: " << first_error << "\n";
       return 1;
     }
+    for (int i = 0; i < agents && datagram; ++i) {
+      if (calls[i] && calls[i]->resp.heartbeat_port() == 0) {
+        std::cerr << "the daemon offered no datagram heartbeats\n";
+        return 1;
+      }
+    }
   }
   const absl::Duration reg_time = absl::Now() - reg_start;
   std::vector<std::unique_ptr<AgentStream>> streams;
-  for (int i = 0; i < agents; ++i) {
-    streams.push_back(std::make_unique<AgentStream>(stubs[i % channels].get(), nodes[i]));
+  std::unique_ptr<v1::AgentService::Stub> event_stub;
+  if (datagram) {
+    // Agents keep no call open; their idle channels close (after a minute, by default).
+    if (!args->Has("keep-channels")) stubs.clear();
+    event_stub =
+        v1::AgentService::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  } else {
+    for (int i = 0; i < agents; ++i) {
+      streams.push_back(std::make_unique<AgentStream>(stubs[i % channels].get(), nodes[i]));
+    }
   }
   std::cout << "registered " << agents << " agents in " << absl::FormatDuration(reg_time) << " ("
             << static_cast<int>(agents / absl::ToDoubleSeconds(reg_time)) << "/s) over " << channels
-            << " connections; streams open\n";
+            << " connections; "
+            << (datagram ? absl::StrCat("datagrams from ", udp.size(), " UDP sockets",
+                                        args->Has("keep-channels") ? ", connections kept"
+                                                                   : ", connections closed")
+                         : std::string("streams open"))
+            << "\n";
 
   // Decisions, for the daemon-side time of each health flip.
   auto pstub = v1::PlacementService::NewStub(
@@ -339,6 +469,36 @@ int main(int argc, char** argv) {
     }
   });
 
+  // XIDs in datagram mode: one ReportEvent call each, as an agent sends them.
+  struct XidCall {
+    grpc::ClientContext ctx;
+    v1::HealthReport req;
+    v1::HealthAck ack;
+    absl::Time sent;
+    int64_t sent_ms = 0;
+    std::atomic<int64_t> rtt_us{0};
+  };
+  std::vector<std::unique_ptr<XidCall>> xid_calls;
+  auto send_xid = [&](int k) {
+    if (!datagram) return streams[k]->Xid(79);
+    auto c = std::make_unique<XidCall>();
+    c->ctx.AddMetadata("authorization", "Bearer " + TokenOf(nodes[k]));
+    c->req.set_node(nodes[k]);
+    c->req.mutable_gpu_event()->set_gpu_index(0);
+    c->req.mutable_gpu_event()->set_kind(v1::GpuEvent::XID);
+    c->req.mutable_gpu_event()->set_xid(79);
+    c->sent = absl::Now();
+    c->sent_ms = absl::ToUnixMillis(c->sent);
+    XidCall* raw = c.get();
+    event_stub->async()->ReportEvent(&raw->ctx, &raw->req, &raw->ack, [raw](grpc::Status s) {
+      if (s.ok() && raw->ack.gpu_unhealthy()) {
+        raw->rtt_us = absl::ToInt64Microseconds(absl::Now() - raw->sent);
+      }
+    });
+    xid_calls.push_back(std::move(c));
+    return true;
+  };
+
   // 2. Heartbeats spread evenly over the interval; after one warm-up interval, measure.
   // `lost` agents, spread over the heartbeat phase (every stride-th), go silent a quarter into
   // the measurement; agents 0..xids-1 report XID 79, spread over the measurement.
@@ -353,7 +513,7 @@ int main(int argc, char** argv) {
   const absl::Time silence_at = measure_from + absl::Seconds(measure_s) / 4;
   ProcStats before{}, after{};
   bool measuring = false;
-  int64_t sent = 0, skipped = 0, sent_in_window = 0;
+  int64_t sent = 0, skipped = 0, sent_in_window = 0, acks_in = 0;
   int xids_sent = 0;
   std::vector<int64_t> silent_last_ms(lost, 0);
   while (absl::Now() < measure_to) {
@@ -367,22 +527,38 @@ int main(int argc, char** argv) {
     for (; sent < due; ++sent) {
       const int i = static_cast<int>(sent % agents);
       if (now >= silence_at && silent_index(i) >= 0) continue;  // gone quiet
-      if (streams[i]->Heartbeat(static_cast<uint64_t>(sent / agents + 1))) {
+      bool ok = false;
+      if (datagram) {
+        DatagramAgent& a = dagents[i];
+        const std::string d = EncodeHeartbeatDatagram({a.agent_id, a.epoch, ++a.seq}, a.key);
+        ok = send(udp[i % udp.size()], d.data(), d.size(), MSG_DONTWAIT) ==
+             static_cast<ssize_t>(d.size());
+        if (ok) last_beat_ms[i].store(absl::ToUnixMillis(now));
+      } else {
+        ok = streams[i]->Heartbeat(static_cast<uint64_t>(sent / agents + 1));
+      }
+      if (ok) {
         ++sent_in_window;
       } else {
         ++skipped;
       }
     }
+    for (int fd : udp) {  // the daemon's acknowledgements of each registration's first datagram
+      char buf[64];
+      while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0) ++acks_in;
+    }
     // XIDs: one every measure_s/xids seconds on agents 0..xids-1.
     if (measuring && xids_sent < xids &&
         now >= measure_from + absl::Seconds(measure_s) * xids_sent / xids) {
-      if (streams[xids_sent]->Xid(79)) ++xids_sent;
+      if (send_xid(xids_sent)) ++xids_sent;
     }
     absl::SleepFor(absl::Milliseconds(5));
   }
   after = ReadProc(daemon);
-  for (int k = 0; k < lost; ++k)
-    silent_last_ms[k] = streams[k * stride + stride - 1]->last_beat_ms_;
+  for (int k = 0; k < lost; ++k) {
+    const int i = k * stride + stride - 1;
+    silent_last_ms[k] = datagram ? last_beat_ms[i].load() : streams[i]->last_beat_ms_.load();
+  }
   // Give the monitor one more window to flag every silent agent that has not been flagged yet.
   const absl::Time wait_end =
       absl::Now() + absl::Seconds(window_s) + absl::Milliseconds(2 * monitor_ms);
@@ -396,16 +572,23 @@ int main(int argc, char** argv) {
     absl::SleepFor(absl::Milliseconds(50));
   }
   const ProcStats end_stats = ReadProc(daemon);
+  int fds = 0;
+  for (const auto& e : std::filesystem::directory_iterator(absl::StrCat("/proc/", daemon, "/fd"))) {
+    (void)e;
+    ++fds;
+  }
 
-  int64_t acks = 0;
+  int64_t acks = acks_in;
   for (auto& s : streams) acks += s->acks_;
   std::vector<double> xid_flip_ms, xid_rtt_ms, loss_flip_ms, loss_total_ms;
   {
     std::lock_guard<std::mutex> l(ev_mu);
     for (int k = 0; k < xids_sent; ++k) {
-      auto it = gpu_flip_ms.find(streams[k]->node());
-      if (it != gpu_flip_ms.end()) xid_flip_ms.push_back(it->second - streams[k]->xid_sent_ms_);
-      if (streams[k]->xid_rtt_ > absl::ZeroDuration()) {
+      auto it = gpu_flip_ms.find(nodes[k]);
+      const int64_t sent_ms = datagram ? xid_calls[k]->sent_ms : streams[k]->xid_sent_ms_;
+      if (it != gpu_flip_ms.end()) xid_flip_ms.push_back(it->second - sent_ms);
+      if (datagram && xid_calls[k]->rtt_us > 0) xid_rtt_ms.push_back(xid_calls[k]->rtt_us / 1e3);
+      if (!datagram && streams[k]->xid_rtt_ > absl::ZeroDuration()) {
         xid_rtt_ms.push_back(absl::ToDoubleMilliseconds(streams[k]->xid_rtt_));
       }
     }
@@ -414,24 +597,22 @@ int main(int argc, char** argv) {
       if (it == node_flip_ms.end() || silent_last_ms[k] == 0) continue;
       loss_total_ms.push_back(it->second - silent_last_ms[k]);
       loss_flip_ms.push_back(it->second - silent_last_ms[k] - window_s * 1000.0);
-      if (std::getenv("AGENT_LOAD_DEBUG"))
-        std::cerr << "silent " << k << " last " << silent_last_ms[k] << " flip " << it->second
-                  << "\n";
     }
   }
   const double cpu = after.cpu_s - before.cpu_s;
   const double secs = absl::ToDoubleSeconds(measure_to - measure_from);
   Percentiles p;
   std::cout << absl::StrFormat(
-      "heartbeats: interval %ds, %d sent in the %.0fs window (%.0f/s), %d skipped (write in "
-      "flight), %d acks total\n",
-      interval_s, sent_in_window, secs, sent_in_window / secs, skipped, acks);
+      "heartbeats: interval %ds, %d sent in the %.0fs window (%.0f/s), %d skipped (%s), %d acks "
+      "total\n",
+      interval_s, sent_in_window, secs, sent_in_window / secs, skipped,
+      datagram ? "send failed" : "write in flight", acks);
   std::cout << absl::StrFormat(
       "daemon CPU: %.2f s in %.0f s = %.1f%% of one core (%.1f us per heartbeat)\n", cpu, secs,
       100 * cpu / secs, sent_in_window ? 1e6 * cpu / sent_in_window : 0.0);
-  std::cout << absl::StrFormat("daemon RSS: %ld MiB (idle %ld MiB, peak %ld MiB), %d threads\n",
-                               end_stats.rss_kb / 1024, idle.rss_kb / 1024, end_stats.hwm_kb / 1024,
-                               end_stats.threads);
+  std::cout << absl::StrFormat(
+      "daemon RSS: %ld MiB (idle %ld MiB, peak %ld MiB), %d threads, %d open files\n",
+      end_stats.rss_kb / 1024, idle.rss_kb / 1024, end_stats.hwm_kb / 1024, end_stats.threads, fds);
   std::cout << "XID 79 report -> GPU health bit flipped (daemon event time - agent send time, ms): "
             << p.Format(xid_flip_ms, "ms") << "\n";
   std::cout << "XID 79 report -> ack (gpu_unhealthy) round trip, ms: " << p.Format(xid_rtt_ms, "ms")
@@ -443,6 +624,7 @@ int main(int argc, char** argv) {
 
   for (auto& s : streams) s->Cancel();
   for (auto& s : streams) s->WaitDone();
+  for (int fd : udp) close(fd);
   wctx.TryCancel();
   watcher.join();
   close(stop_pipe[1]);

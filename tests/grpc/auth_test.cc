@@ -334,7 +334,9 @@ TEST_F(AuthTest, AgentReconnectsWithItsRotatedTokenFile) {
   o.log = [](const std::string&) {};
   agent::AgentClient client(o, gpus);
   client.Start();
-  ASSERT_TRUE(api.WaitFor([&] { return client.registrations() >= 1 && client.acks() >= 1; }));
+  // Reports: acks on a stream, heartbeat datagrams otherwise (the default).
+  auto reports = [&] { return client.acks() + client.heartbeats_sent(); };
+  ASSERT_TRUE(api.WaitFor([&] { return client.registrations() >= 1 && reports() >= 1; }));
   const int reviews = api.token_reviews();
 
   const std::string second = AgentToken("lab-a3", kNow + 7200);
@@ -342,8 +344,8 @@ TEST_F(AuthTest, AgentReconnectsWithItsRotatedTokenFile) {
   api.RemoveToken(first);  // the old token's pod-bound successor replaced it
   ASSERT_TRUE(api.WaitFor([&] { return client.registrations() >= 2; }));
   EXPECT_GT(api.token_reviews(), reviews);  // the new token was reviewed
-  const int64_t acks = client.acks();
-  ASSERT_TRUE(api.WaitFor([&] { return client.acks() > acks; }));  // and reports flow again
+  const int64_t sent = reports();
+  ASSERT_TRUE(api.WaitFor([&] { return reports() > sent; }));  // and reports flow again
   // An XID after the rotation still reaches the model.
   gpus.Inject({4, agent::GpuEventKind::kXid, 79, "after rotation"});
   ASSERT_TRUE(api.WaitFor([&] { return env.GpuFaulty("lab-a3", 4); }));
