@@ -87,6 +87,9 @@ struct GangLedgerOptions {
   // The preempted gangs' nodes are kept from gangs of equal or lower priority this long, or until
   // the preemptor is placed (kube-scheduler's nominatedNodeName, for a whole gang).
   absl::Duration nomination_ttl = absl::Minutes(5);
+  // A gang whose member pod failed on a node avoids that node this long when it is planned again
+  // (clock time; the nodes it names in topogang.io/avoid-nodes it avoids while it names them).
+  absl::Duration failed_node_memory = absl::Hours(1);
   GangBarrier gang_barrier = GangBarrier::kAuto;
 };
 
@@ -303,6 +306,15 @@ class GangLedger {
   void ExpireNominationsLocked(absl::Time now);
   void PreemptorPlacedLocked(const std::string& id);
   void EvictionsDone(const std::string& id, const absl::Status& st);
+
+  // Per-job exclusion (daemon/ledger_exclusion.cc): the nodes `gang` avoids by name (its pod's
+  // topogang.io/avoid-nodes, and where its members failed within failed_node_memory).
+  absl::StatusOr<std::vector<std::string>> AvoidedNodesLocked(const std::string& gang,
+                                                              const PodInfo& pod);
+  void RecordFailureLocked(const std::string& gang, const std::string& node);
+  static std::vector<int> NodeIndexes(const Cluster& c, const std::vector<std::string>& names);
+  static constexpr size_t kMaxAvoidedNodes = 1000;
+  std::map<std::string, std::map<std::string, absl::Time>> failed_on_;  // gang -> node -> when
   std::function<void(const GangNotice&)> notify_;
   std::atomic<const GroupObjectLookup*> lookup_{nullptr};
   // Pod key -> the last membership error posted as a Warning event (one event per change, not

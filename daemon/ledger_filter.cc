@@ -160,7 +160,13 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
     SyncOneLocked(id, &fails);
     if (fills_.contains(id)) ExpireFillsLocked(&fails);
     auto it = gangs_.find(id);
-    if (it != gangs_.end()) {
+    absl::StatusOr<std::vector<std::string>> avoid = std::vector<std::string>{};
+    if (it == gangs_.end()) avoid = AvoidedNodesLocked(id, pod);
+    if (!avoid.ok()) {
+      decided = true;
+      result = ErrorResult(absl::StrCat("pod ", pod.Key(), ": ", avoid.status().message()));
+      it = gangs_.end();
+    } else if (it != gangs_.end()) {
       const GangSpec& have = it->second.spec;
       if (have.members != spec.members || have.gpus_per_member != spec.gpus_per_member ||
           have.required_tier != spec.required_tier || have.slice.members != spec.slice.members ||
@@ -181,10 +187,14 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           // hidden from the planner. Remembered per gang, so a queue that starts another
           // waiting gang during this call plans that one inside its own offered nodes.
           if (excluded_.size() > 100000) excluded_.clear();
-          excluded_[id] = NodesNotOffered(s.cluster(), offered);
+          std::vector<int>& ex = excluded_[id];
+          ex = NodesNotOffered(s.cluster(), offered);
+          for (int n : NodeIndexes(s.cluster(), *avoid)) ex.push_back(n);
           return admission_->Admit(s, spec, now, ExclusionLocked()).status();
         }
+        if (!avoid->empty()) excluded_[id] = NodeIndexes(s.cluster(), *avoid);
         auto r = admission_->Admit(s, spec, now, ExclusionLocked());
+        excluded_.erase(id);  // a gang of one is planned once; nothing to keep
         if (!r.ok()) return r.status();
         // A gang of one needs its node among those kube-scheduler offered (its own filters may
         // have rejected the planner's pick); otherwise take the best fit among the offered.
@@ -194,7 +204,12 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           if (n == c.node(planned).name) return absl::OkStatus();
         }
         (void)s.Release(id);
-        return ReserveBestOffered(s, spec, offered, now);
+        if (avoid->empty()) return ReserveBestOffered(s, spec, offered, now);
+        std::vector<std::string> usable;
+        for (const std::string& n : offered) {
+          if (!std::binary_search(avoid->begin(), avoid->end(), n)) usable.push_back(n);
+        }
+        return ReserveBestOffered(s, spec, usable, now);
       });
       if (!st.ok()) {
         std::string reason = absl::StrCat("topogang: ", GangLabel(spec, multi),

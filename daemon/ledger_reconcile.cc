@@ -87,6 +87,15 @@ absl::StatusOr<MemberPlacement> GangLedger::TakeBoundGpusLocked(const PodInfo& p
 
 void GangLedger::ObservePod(const PodInfo& pod) {
   if (pod.Terminal()) {
+    if (pod.phase == "Failed" && !pod.node_name.empty()) {
+      // Its gang avoids this node when it is planned again (a restarted job).
+      std::lock_guard<std::mutex> lock(mu_);
+      auto p = by_pod_.find(PodKey(pod.uid, pod.namespace_, pod.name));
+      if (p != by_pod_.end()) {
+        auto g = gangs_.find(p->second.first);
+        if (g != gangs_.end() && g->second.multi) RecordFailureLocked(g->first, pod.node_name);
+      }
+    }
     PodDeleted(pod);
     return;
   }

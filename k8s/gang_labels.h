@@ -37,6 +37,9 @@ inline constexpr char kKueueCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-
 // world-size - 1; ranks next to each other sit on the same node, leaf, ... as far as the
 // placement allows) and the gang's size.
 inline constexpr char kRankAnnotation[] = "topogang.io/rank";
+// Nodes the gang must not be placed on, comma-separated (set by the user: a node that makes the
+// job slow without being broken).
+inline constexpr char kAvoidNodesKey[] = "topogang.io/avoid-nodes";
 inline constexpr char kWorldSizeAnnotation[] = "topogang.io/world-size";
 
 // {kRankAnnotation: rank, kWorldSizeAnnotation: world_size}.

@@ -140,7 +140,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
            "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
            "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
-           "preemption_retry_seconds", "nomination_ttl_seconds", "leader_election",
+           "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
+           "leader_election",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
            "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
@@ -210,6 +211,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                      absl::ToInt64Seconds(c.extender.nomination_ttl));
   if (!ttl.ok()) return ttl.status();
   c.extender.nomination_ttl = absl::Seconds(*ttl);
+  auto memory = YamlInt(d, "failed_node_memory_seconds", source, 0, 7 * 86400,
+                        absl::ToInt64Seconds(c.extender.failed_node_memory));
+  if (!memory.ok()) return memory.status();
+  c.extender.failed_node_memory = absl::Seconds(*memory);
   auto schedulers = YamlStringList(d, "scheduler_names", source);
   if (!schedulers.ok()) return schedulers.status();
   c.extender.scheduler_names = std::move(*schedulers);

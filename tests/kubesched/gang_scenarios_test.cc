@@ -231,6 +231,16 @@ class GangScenarioTest : public ::testing::Test {
       first_assumed.emplace(d.pod, d.time);  // keeps the first
     }
     ASSERT_EQ(static_cast<int>(first_assumed.size()), size) << "gang " << gang;
+    // The test's own watch may see the last binding before the emulator's informer does.
+    Eventually(
+        [&] {
+          for (int i = 0; i < size; ++i) {
+            auto r = emu_->Record("default/" + Member(gang, i));
+            if (!r.has_value() || r->node_name.empty()) return false;
+          }
+          return true;
+        },
+        absl::Seconds(5));
     absl::Time last_arrival = absl::InfinitePast(), first_bound = absl::InfiniteFuture();
     for (const auto& [pod, t] : first_assumed) last_arrival = std::max(last_arrival, t);
     for (int i = 0; i < size; ++i) {

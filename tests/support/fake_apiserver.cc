@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "common/free_port.h"
 #include "extender/http_server.h"
 
@@ -126,6 +127,11 @@ FakeApiServer::~FakeApiServer() {
     ReleaseHungLocked();
     for (auto& w : watches_) w->Close();
     watches_.clear();
+  }
+  // The closed watches finish their responses (or fail on a client gone) promptly.
+  for (absl::Time deadline = absl::Now() + absl::Seconds(5);
+       streaming_->load() > 0 && absl::Now() < deadline;) {
+    absl::SleepFor(absl::Milliseconds(1));
   }
   if (listener_) {
     try {
@@ -352,11 +358,13 @@ void FakeApiServer::ServeWatchLocked(void* request, const std::string& kind,
   http_response resp(status_codes::OK);
   resp.headers().add("Content-Type", "application/json");
   resp.set_body(concurrency::streams::istream(w->buf));
-  req.reply(resp).then([](pplx::task<void> t) {
+  ++*streaming_;
+  req.reply(resp).then([streaming = streaming_](pplx::task<void> t) {
     try {
       t.get();
     } catch (...) {
     }
+    --*streaming;
   });
   for (const Change& c : history_) {
     if (c.kind == kind && c.rv > from) {

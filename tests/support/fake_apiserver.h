@@ -10,6 +10,7 @@
 // with the real API server's shapes, codes and messages (fake_apiserver_reviews.cc).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -167,6 +168,9 @@ class FakeApiServer {
   };
   std::vector<Change> history_;
   std::vector<std::shared_ptr<Watch>> watches_;
+  // Watch responses still being written: the listener is closed only once they are done, since
+  // cpprestsdk's listener shuts sockets down under a connection writing to them (a crash).
+  std::shared_ptr<std::atomic<int>> streaming_ = std::make_shared<std::atomic<int>>(0);
   std::map<std::string, int> lists_, watch_count_;
   // "group/version/resource" -> ns/name -> object
   std::map<std::string, std::map<std::string, Json>> custom_;
