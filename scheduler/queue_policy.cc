@@ -1,6 +1,8 @@
 #include "scheduler/queue_policy.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -235,12 +237,27 @@ void GangQueue::HoldClaim(GangScheduler& sched, const Entry& e, absl::Time now) 
 
 absl::StatusOr<const GangRecord*> GangQueue::ReserveOnLentHolds(GangScheduler& sched,
                                                                 const Entry& e,
+                                                                const std::vector<Entry>& entries,
                                                                 const std::vector<size_t>& lenders,
                                                                 absl::Time now) {
-  for (size_t h : lenders) DropHold(sched, waiting_[h]);
+  for (size_t h : lenders) DropHold(sched, entries[h]);
   auto r = sched.Reserve(e.spec, now);
-  for (size_t h : lenders) HoldClaim(sched, waiting_[h], now);
+  for (size_t h : lenders) HoldClaim(sched, entries[h], now);
   return r;
+}
+
+bool GangQueue::Plannable(const GangScheduler& sched, const GangSpec& gang) {
+  // Planner::Plan's InvalidArgument cases; everything else it refuses is ResourceExhausted.
+  if (!ValidateGang(gang).ok()) return false;
+  const Cluster& c = sched.cluster();
+  int levels[3] = {-1, -1, -1};
+  const std::string* tiers[3] = {&gang.required_tier, &gang.preferred_tier, &gang.slice.tier};
+  for (int i = 0; i < 3; ++i) {
+    if (tiers[i]->empty()) continue;
+    levels[i] = c.LevelByName(*tiers[i]);
+    if (levels[i] < 0) return false;
+  }
+  return !(levels[2] >= 0 && levels[0] >= 0 && levels[2] < levels[0]);
 }
 
 std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now,
@@ -254,22 +271,60 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     return a.enqueued < b.enqueued;
   });
   std::vector<std::string> started;
-  std::vector<size_t> holders;  // entries holding GPUs in this pass, all before the current one
-  for (size_t i = 0; i < waiting_.size();) {
-    Entry& e = waiting_[i];
+  std::vector<Entry> kept;
+  kept.reserve(waiting_.size());
+  std::vector<size_t> holders;  // entries of `kept` holding GPUs in this pass
+  // Within one pass, once a gang of some shape found no room, a larger one of the same shape
+  // finds none either: the planner places a gang iff some domain at or below its required tier
+  // has room for all its members (or slices), which only gets harder with more members, and
+  // capacity only shrinks while the pass starts gangs and takes holds. So the planner is skipped
+  // for such a gang, and for one needing more GPUs than are free at all. Not for gangs planned
+  // with their own exclusions, with their own hold dropped or lent held GPUs (those plans see
+  // GPUs the others did not), nor after such a gang in the pass (giving a hold up, or a hold
+  // rebuilt in whole members after a loan, can free GPUs): then the record starts over. Only
+  // for gangs the planner would refuse with ResourceExhausted, not InvalidArgument.
+  using Shape = std::tuple<int, std::string, std::string, std::string, int, std::string, bool>;
+  std::map<Shape, int> failed;  // shape -> fewest members that found no room
+  for (Entry& entry : waiting_) {
+    kept.push_back(std::move(entry));
+    Entry& e = kept.back();
+    const bool had_hold = sched.Find(HoldName(e.spec.name)) != nullptr;
     DropHold(sched, e);
-    const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
-    auto r = sched.Reserve(e.spec, now);
-    if (!r.ok() && options_.backfill_into_holds && !holders.empty() &&
-        e.spec.runtime_estimate > absl::ZeroDuration()) {
-      // Slurm's backfill rule: run on held GPUs when estimated to end before the hold starts.
-      std::vector<size_t> lenders;
-      for (size_t h : holders) {
-        if (waiting_[h].ready_at >= now + e.spec.runtime_estimate) lenders.push_back(h);
+    const bool may_borrow = options_.backfill_into_holds && !holders.empty() &&
+                            e.spec.runtime_estimate > absl::ZeroDuration();
+    const bool prunable = !exclude && !had_hold && !may_borrow;
+    const Shape shape{e.spec.gpus_per_member, e.spec.required_tier, e.spec.preferred_tier,
+                      e.spec.sku,                 e.spec.slice.members,  e.spec.slice.tier,
+                      e.spec.allow_mixed_sku};
+    absl::StatusOr<const GangRecord*> r = absl::ResourceExhaustedError("no room");
+    auto f = failed.find(shape);
+    const bool known_no_room =
+        prunable &&
+        ((f != failed.end() && e.spec.members >= f->second) ||
+         e.spec.total_gpus() > sched.cluster().FreeHealthy(0)) &&
+        Plannable(sched, e.spec);
+    if (!known_no_room) {
+      const std::vector<int> masked =
+          exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
+      r = sched.Reserve(e.spec, now);
+      if (!r.ok() && may_borrow) {
+        // Slurm's backfill rule: run on held GPUs when estimated to end before the hold starts.
+        std::vector<size_t> lenders;
+        for (size_t h : holders) {
+          if (kept[h].ready_at >= now + e.spec.runtime_estimate) lenders.push_back(h);
+        }
+        if (!lenders.empty()) {
+          r = ReserveOnLentHolds(sched, e, kept, lenders, now);
+          failed.clear();
+        }
       }
-      if (!lenders.empty()) r = ReserveOnLentHolds(sched, e, lenders, now);
+      sched.UnmaskNodes(masked);
+      if (prunable && !r.ok() && r.status().code() == absl::StatusCode::kResourceExhausted) {
+        auto [it, inserted] = failed.emplace(shape, e.spec.members);
+        if (!inserted) it->second = std::min(it->second, e.spec.members);
+      }
     }
-    sched.UnmaskNodes(masked);
+    if (had_hold) failed.clear();
     if (r.ok() && options_.locality_patience > absl::ZeroDuration() &&
         (*r)->placement.bandwidth_gbps < BestBandwidth(sched.cluster(), e.spec)) {
       if (e.could_start == absl::InfiniteFuture()) e.could_start = now;
@@ -280,7 +335,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     }
     if (r.ok()) {
       started.push_back(e.spec.name);
-      waiting_.erase(waiting_.begin() + static_cast<long>(i));
+      kept.pop_back();
       continue;
     }
     bool starved = now - e.enqueued >= options_.starvation_threshold &&
@@ -288,15 +343,15 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
                    r.status().code() == absl::StatusCode::kResourceExhausted;
     if (starved && static_cast<int>(holders.size()) < options_.max_holds &&
         GrowHold(sched, e, now)) {
-      holders.push_back(i);
+      holders.push_back(kept.size() - 1);
     } else {
       e.hold_domain = -1;
       e.holding = false;
       e.claim.clear();
       e.ready_at = absl::InfiniteFuture();
     }
-    ++i;
   }
+  waiting_ = std::move(kept);
   return started;
 }
 

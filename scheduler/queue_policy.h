@@ -131,13 +131,17 @@ class GangQueue {
   static std::string HoldName(absl::string_view gang);
 
  private:
+  // Whether Planner::Plan would answer `gang` with a placement or ResourceExhausted (not
+  // InvalidArgument: bad counts, unknown tiers, a slice tier wider than the required one).
+  static bool Plannable(const GangScheduler& sched, const GangSpec& gang);
   // Frees the hold of `e` (if any) so the planner can see those GPUs.
   void DropHold(GangScheduler& sched, const Entry& e);
   // Holds the free GPUs of e's claim (whole members unless configured otherwise).
   void HoldClaim(GangScheduler& sched, const Entry& e, absl::Time now);
-  // Reserves `e` lending it the GPUs of the holds in `lenders` (entries of waiting_ that hold
-  // and whose claims are estimated whole only after e would end); the holds are rebuilt after.
+  // Reserves `e` lending it the GPUs of the holds of `entries[lenders]` (whose claims are
+  // estimated whole only after e would end); the holds are rebuilt after.
   absl::StatusOr<const GangRecord*> ReserveOnLentHolds(GangScheduler& sched, const Entry& e,
+                                                       const std::vector<Entry>& entries,
                                                        const std::vector<size_t>& lenders,
                                                        absl::Time now);
   // Holds free healthy GPUs in e's target domain, up to what the gang needs. False when it

@@ -410,5 +410,62 @@ TEST(GangQueue, DefaultsHoldOnlyForGangsOf256GpusOrMore) {
   EXPECT_EQ(HeldNodes(s, "huge").size(), 30u);
 }
 
+// Schedule skips the planner for a gang whose shape already found no room earlier in the same
+// pass with no more members. These cases would start a gang that fits if that skipping went
+// wrong: the shape must tell mixed-SKU gangs apart, and a hold given up in the pass frees GPUs.
+TEST(GangQueue, ShapeSkippingNeverSkipsAGangThatFits) {
+  // Two leaves of one 8-GPU node, leaf0 H100 and leaf1 A100: 2 x 8 fits only mixing models.
+  {
+    GangScheduler s(MakeCluster(1, 1, 2, 1, 8, "[H100, A100]"));
+    QueueOptions opts;
+    opts.locality_patience = absl::ZeroDuration();
+    GangQueue q(opts);
+    absl::Time t = absl::UnixEpoch();
+    ASSERT_TRUE(q.Enqueue(Gang("one-model", 2, 8, 1), t).ok());
+    GangSpec mixed = Gang("mixed", 2, 8);
+    mixed.allow_mixed_sku = true;
+    ASSERT_TRUE(q.Enqueue(mixed, t).ok());
+    EXPECT_EQ(q.Schedule(s, t), std::vector<std::string>{"mixed"});
+    EXPECT_TRUE(q.Contains("one-model"));
+  }
+  // "first" (1 x 8) finds no room: nodes 0 and 2 have 4 GPUs free each, node 1 is held for
+  // "big". Then big's hold times out in the same pass and node 1 is free again, so "second"
+  // (1 x 8, the same shape) fits.
+  {
+    GangScheduler s(MakeCluster(1, 1, 1, 3, 8));
+    QueueOptions opts = HoldAtOnce();
+    opts.hold_min_gpus = 16;  // only big holds
+    opts.hold_timeout = absl::Seconds(10);
+    GangQueue q(opts);
+    absl::Time t = absl::UnixEpoch();
+    RunOn(s, "r0", 0, 0, 4);
+    RunOn(s, "r2", 2, 0, 4);
+    ASSERT_TRUE(q.Enqueue(Gang("big", 2, 8, 1), t).ok());
+    EXPECT_TRUE(q.Schedule(s, t).empty());
+    ASSERT_EQ(HeldNodes(s, "big"), std::vector<int>{1});
+    ASSERT_TRUE(q.Enqueue(Gang("first", 1, 8, 2), t + absl::Seconds(1)).ok());
+    ASSERT_TRUE(q.Enqueue(Gang("second", 1, 8, 0), t + absl::Seconds(1)).ok());
+    EXPECT_EQ(q.Schedule(s, t + absl::Seconds(10)), std::vector<std::string>{"second"});
+    EXPECT_TRUE(HeldNodes(s, "big").empty());
+    EXPECT_TRUE(s.CheckInvariants().ok());
+  }
+  // A gang that cannot be planned at all (unknown tier) never counts as "no room": it gets no
+  // hold even when it needs more GPUs than are free (4).
+  {
+    GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+    GangQueue q(HoldAtOnce());
+    absl::Time t = absl::UnixEpoch();
+    RunOn(s, "r0", 0, 0, 8);
+    RunOn(s, "r1", 1, 0, 4);
+    GangSpec bad = Gang("bad", 1, 8);
+    bad.required_tier = "no-such-tier";
+    ASSERT_TRUE(q.Enqueue(bad, t).ok());
+    EXPECT_TRUE(q.Schedule(s, t).empty());
+    ASSERT_EQ(q.waiting().size(), 1u);
+    EXPECT_FALSE(q.waiting()[0].holding);
+    EXPECT_TRUE(q.waiting()[0].claim.empty());
+  }
+}
+
 }  // namespace
 }  // namespace topogang
