@@ -68,8 +68,17 @@ absl::StatusOr<std::optional<GpuEventInfo>> ParseControlLine(absl::string_view l
     ev.kind = GpuEventKind::kThermal;
   } else if (w[0] == "recover") {
     ev.kind = GpuEventKind::kRecovered;
+  } else if (w[0] == "ecc-burst") {  // the slowness signals (slowness_sampler.h)
+    ev.kind = GpuEventKind::kEccCorrectableBurst;
+  } else if (w[0] == "replay") {
+    ev.kind = GpuEventKind::kLinkReplay;
+  } else if (w[0] == "throttle") {
+    ev.kind = GpuEventKind::kClockThrottle;
+  } else if (w[0] == "slow-nccl") {
+    ev.kind = GpuEventKind::kSlowNcclTest;
   } else {
-    return bad("kind must be xid, ecc, lost, thermal or recover");
+    return bad(
+        "kind must be xid, ecc, lost, thermal, recover, ecc-burst, replay, throttle or slow-nccl");
   }
   if (w.size() > rest) ev.detail = absl::StrJoin(w.begin() + rest, w.end(), " ");
   return std::optional<GpuEventInfo>(ev);

@@ -36,7 +36,9 @@ Reports this node's GPUs and their health to topogangd.
   --fake-gpus N          no NVML: pretend to have N GPUs (tests, demos)
   --fake-model NAME      model of the fake GPUs (default "NVIDIA H100 80GB HBM3")
   --fake-control FILE    fake mode: append lines "xid GPU CODE", "ecc GPU", "lost GPU",
-                         "thermal GPU", "recover GPU" to raise events
+                         "thermal GPU", "recover GPU", and the slowness signals
+                         "ecc-burst GPU", "replay GPU", "throttle GPU", "slow-nccl GPU"
+                         to raise events
   --fake-xid-after S:GPU:XID  fake mode: raise XID on GPU after S seconds
 
 Exit status: 0 on SIGTERM/SIGINT, 1 when no GPUs can be found, 2 on bad flags.

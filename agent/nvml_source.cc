@@ -42,6 +42,11 @@ constexpr unsigned long long kEventDoubleBitEcc = 0x2;
 constexpr unsigned long long kEventXid = 0x8;
 constexpr unsigned long long kThrottleSwThermal = 0x20;
 constexpr unsigned long long kThrottleHwThermal = 0x40;
+// nvmlClocksEventReasonSwPowerCap, HwSlowdown, HwPowerBrakeSlowdown.
+constexpr unsigned long long kThrottlePower = 0x4 | 0x8 | 0x80;
+constexpr int kMemoryErrorCorrected = 0;  // NVML_MEMORY_ERROR_TYPE_CORRECTED
+constexpr int kVolatileEcc = 0;           // NVML_VOLATILE_ECC: since the driver loaded
+constexpr int kNvLinkErrorDlReplay = 0;   // NVML_NVLINK_ERROR_DL_REPLAY
 constexpr unsigned int kMaxNvLinks = 18;
 constexpr unsigned char kFabricStateCompleted = 3;
 
@@ -64,6 +69,10 @@ struct NvmlGpuSource::Api {
   nvmlReturn_t (*EventSetWait)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
   nvmlReturn_t (*EventSetFree)(nvmlEventSet_t);
   nvmlReturn_t (*DeviceGetCurrentClocksThrottleReasons)(nvmlDevice_t, unsigned long long*);
+  // Optional: the slowness counters.
+  nvmlReturn_t (*DeviceGetTotalEccErrors)(nvmlDevice_t, int, int, unsigned long long*);
+  nvmlReturn_t (*DeviceGetPcieReplayCounter)(nvmlDevice_t, unsigned int*);
+  nvmlReturn_t (*DeviceGetNvLinkErrorCounter)(nvmlDevice_t, unsigned int, int, unsigned long long*);
 
   std::string Error(nvmlReturn_t r) const {
     return absl::StrCat(ErrorString ? ErrorString(r) : "NVML error", " (", r, ")");
@@ -113,6 +122,9 @@ absl::StatusOr<std::unique_ptr<NvmlGpuSource>> NvmlGpuSource::Open(const char* l
   sym(a.DeviceGetCurrentClocksThrottleReasons,
       {"nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"},
       false);
+  sym(a.DeviceGetTotalEccErrors, {"nvmlDeviceGetTotalEccErrors"}, false);
+  sym(a.DeviceGetPcieReplayCounter, {"nvmlDeviceGetPcieReplayCounter"}, false);
+  sym(a.DeviceGetNvLinkErrorCounter, {"nvmlDeviceGetNvLinkErrorCounter"}, false);
   if (!missing.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat(library, " lacks required symbols: ", missing, " (driver too old?)"));
@@ -219,8 +231,52 @@ std::string NvmlGpuSource::DriverVersion() {
   return "unknown";
 }
 
+void NvmlGpuSource::SampleSlowness() {
+  const Api& a = *api_;
+  const absl::Time now = absl::Now();
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const int idx = static_cast<int>(i);
+    if (lost_.count(idx) || !sampler_.Due(idx, now)) continue;
+    void* d = devices_[i];
+    GpuCounters c;
+    unsigned long long ecc = 0;
+    if (a.DeviceGetTotalEccErrors &&
+        a.DeviceGetTotalEccErrors(d, kMemoryErrorCorrected, kVolatileEcc, &ecc) == kSuccess) {
+      c.ecc_corrected = ecc;  // not supported (ECC off, consumer GPU): stays unknown
+    }
+    uint64_t replays = 0;
+    bool have_replays = false;
+    unsigned int pcie = 0;
+    if (a.DeviceGetPcieReplayCounter && a.DeviceGetPcieReplayCounter(d, &pcie) == kSuccess) {
+      replays += pcie;
+      have_replays = true;
+    }
+    if (a.DeviceGetNvLinkErrorCounter) {
+      for (unsigned int l = 0; l < kMaxNvLinks; ++l) {
+        unsigned long long n = 0;
+        if (a.DeviceGetNvLinkErrorCounter(d, l, kNvLinkErrorDlReplay, &n) != kSuccess) break;
+        replays += n;
+        have_replays = true;
+      }
+    }
+    if (have_replays) c.replays = replays;
+    unsigned long long reasons = 0;
+    if (a.DeviceGetCurrentClocksThrottleReasons &&
+        a.DeviceGetCurrentClocksThrottleReasons(d, &reasons) == kSuccess) {
+      c.power_throttled = (reasons & kThrottlePower) != 0;
+    }
+    for (GpuEventInfo& e : sampler_.Sample(idx, c, now)) queued_.push_back(std::move(e));
+  }
+}
+
 std::optional<GpuEventInfo> NvmlGpuSource::PollHealth() {
   const Api& a = *api_;
+  SampleSlowness();
+  if (!queued_.empty()) {
+    GpuEventInfo e = std::move(queued_.front());
+    queued_.pop_front();
+    return e;
+  }
   if (!a.DeviceGetCurrentClocksThrottleReasons) return std::nullopt;
   for (size_t i = 0; i < devices_.size(); ++i) {
     const int idx = static_cast<int>(i);

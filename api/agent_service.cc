@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "api/convert.h"
 #include "scheduler/gpu_health_policy.h"
+#include "scheduler/node_slowness.h"
 
 namespace topogang {
 
@@ -362,9 +363,21 @@ grpc::Status AgentServiceImpl::HandleGpuEvent(absl::string_view node, const v1::
             absl::StrCat("node '", node, "' has ", gpus, " GPUs; no GPU index ", ev.gpu_index()));
         break;
       }
-      state_.Publish({0, absl::Time(),
-                      ev.kind() == v1::GpuEvent::THERMAL ? "gpu-thermal" : "gpu-xid", "",
-                      std::string(node), absl::StrCat("gpu ", ev.gpu_index(), ": ", reason)});
+      const auto signal = SlownessSignalOf(static_cast<GpuEventKind>(ev.kind()));
+      state_.Publish(
+          {0, absl::Time(),
+           signal ? (ev.kind() == v1::GpuEvent::THERMAL ? "gpu-thermal" : "gpu-slow") : "gpu-xid",
+           "", std::string(node), absl::StrCat("gpu ", ev.gpu_index(), ": ", reason)});
+      if (signal) {
+        const absl::Time now = state_.clock().Now();
+        const std::string name(node);
+        if (state_.slow_nodes().Report(name, *signal, now)) {
+          // Crossed the threshold: large gangs avoid the node from now on (docs/grpc.md).
+          state_.Publish({0, absl::Time(), "node-slow", "", name,
+                          absl::StrCat("slowness score ", state_.slow_nodes().Describe(name, now),
+                                       "; large gangs avoid it")});
+        }
+      }
       ack->set_action(absl::StrCat("recorded (not fatal): ", d.reason));
       break;
     }

@@ -10,7 +10,12 @@ enum class GpuEventKind {
   kEccUncorrectable = 2,
   kGpuLost = 3,
   kThermal = 4,
-  kRecovered = 5
+  kRecovered = 5,
+  // Slowness signals: the GPU works but makes collective jobs slow (scheduler/node_slowness.h).
+  kEccCorrectableBurst = 6,
+  kLinkReplay = 7,
+  kClockThrottle = 8,
+  kSlowNcclTest = 9,
 };
 
 }  // namespace topogang

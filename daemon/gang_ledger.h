@@ -90,6 +90,10 @@ struct GangLedgerOptions {
   // A gang whose member pod failed on a node avoids that node this long when it is planned again
   // (clock time; the nodes it names in topogang.io/avoid-nodes it avoids while it names them).
   absl::Duration failed_node_memory = absl::Hours(1);
+  // Gangs of at least this many GPUs avoid nodes the agents' signals made slow
+  // (DaemonState::slow_nodes); 0 = none does. One slow rank paces a whole all-reduce; a small
+  // job barely notices.
+  long slow_node_gang_gpus = 64;
   GangBarrier gang_barrier = GangBarrier::kAuto;
 };
 
@@ -277,6 +281,13 @@ class GangLedger {
   // gang -> model nodes kube-scheduler did not offer its pods at its last reservation attempt
   // (indexes into the current model: cleared when it is rebuilt).
   std::map<std::string, std::vector<int>> excluded_;
+  // Pods that filtered while their gang could not be reserved (it waits in the admission queue,
+  // holding no slot): pod key -> gang, and gang -> its pods. When the last of them is deleted the
+  // gang leaves the queue at once, instead of waiting there for its TTL.
+  std::map<std::string, std::string> waiting_pod_;
+  std::map<std::string, std::set<std::string>> waiting_pods_;
+  void NoteWaitingPodLocked(const std::string& gang, const std::string& key);
+  void ForgetWaitingLocked(const std::string& gang);
   GangQueue::NodeExclusion ExclusionLocked() const {
     return [this](const GangSpec& g) { return ExcludedFor(g); };
   }
@@ -308,8 +319,9 @@ class GangLedger {
   void EvictionsDone(const std::string& id, const absl::Status& st);
 
   // Per-job exclusion (daemon/ledger_exclusion.cc): the nodes `gang` avoids by name (its pod's
-  // topogang.io/avoid-nodes, and where its members failed within failed_node_memory).
-  absl::StatusOr<std::vector<std::string>> AvoidedNodesLocked(const std::string& gang,
+  // topogang.io/avoid-nodes, where its members failed within failed_node_memory, and slow nodes
+  // when it is large).
+  absl::StatusOr<std::vector<std::string>> AvoidedNodesLocked(const GangSpec& gang,
                                                               const PodInfo& pod);
   void RecordFailureLocked(const std::string& gang, const std::string& node);
   static std::vector<int> NodeIndexes(const Cluster& c, const std::vector<std::string>& names);

@@ -2,7 +2,9 @@
 // what kube-scheduler did not offer it. A gang names nodes to avoid (topogang.io/avoid-nodes),
 // and a gang whose member pod failed on a node avoids that node when it is planned again (a
 // controller restarting the job recreates its pods under the same gang) for
-// failed_node_memory. Node names, not model indexes: they survive model rebuilds.
+// failed_node_memory. Gangs of slow_node_gang_gpus or more also avoid the nodes the agents'
+// slowness signals made slow (DaemonState::slow_nodes). Node names, not model indexes: they
+// survive model rebuilds.
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -25,8 +27,9 @@ bool IsNodeName(absl::string_view s) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<std::string>> GangLedger::AvoidedNodesLocked(const std::string& gang,
+absl::StatusOr<std::vector<std::string>> GangLedger::AvoidedNodesLocked(const GangSpec& spec,
                                                                         const PodInfo& pod) {
+  const std::string& gang = spec.name;
   std::vector<std::string> out;
   if (auto it = pod.annotations.find(kAvoidNodesKey); it != pod.annotations.end()) {
     for (absl::string_view part : absl::StrSplit(it->second, ',', absl::SkipWhitespace())) {
@@ -54,6 +57,11 @@ absl::StatusOr<std::vector<std::string>> GangLedger::AvoidedNodesLocked(const st
       }
     }
     if (f->second.empty()) failed_on_.erase(f);
+  }
+  if (options_.slow_node_gang_gpus > 0 && spec.total_gpus() >= options_.slow_node_gang_gpus) {
+    for (std::string& n : state_.slow_nodes().Slow(state_.clock().Now())) {
+      out.push_back(std::move(n));
+    }
   }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

@@ -161,7 +161,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
     if (fills_.contains(id)) ExpireFillsLocked(&fails);
     auto it = gangs_.find(id);
     absl::StatusOr<std::vector<std::string>> avoid = std::vector<std::string>{};
-    if (it == gangs_.end()) avoid = AvoidedNodesLocked(id, pod);
+    if (it == gangs_.end()) avoid = AvoidedNodesLocked(spec, pod);
     if (!avoid.ok()) {
       decided = true;
       result = ErrorResult(absl::StrCat("pod ", pod.Key(), ": ", avoid.status().message()));
@@ -221,10 +221,12 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         if (multi) preempting = PreemptLocked(spec, pod, offered, &fails, &notices);
         result = FailAll(preempting ? *preempting : reason, /*unresolvable=*/multi);
         decided = true;
+        if (multi) NoteWaitingPodLocked(id, key);
         if (!preempting)
           state_.Publish({0, {}, "unschedulable", id, "", std::string(st.message())});
       } else {
         PreemptorPlacedLocked(id);
+        ForgetWaitingLocked(id);  // its pods hold slots now
         Entry e;
         e.spec = spec;
         e.multi = multi;

@@ -144,7 +144,27 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   std::lock_guard<std::mutex> lock(mu_);
   passthrough_.erase(key);
   auto p = by_pod_.find(key);
-  if (p == by_pod_.end()) return;
+  if (p == by_pod_.end()) {
+    // A pod of a gang that waits unreserved: the last one gone takes the gang out of the queue.
+    auto w = waiting_pod_.find(key);
+    if (w == waiting_pod_.end()) return;
+    const std::string gang = w->second;
+    waiting_pod_.erase(w);
+    auto g = waiting_pods_.find(gang);
+    if (g != waiting_pods_.end()) {
+      g->second.erase(key);
+      if (g->second.empty() && !gangs_.contains(gang)) {
+        waiting_pods_.erase(g);
+        state_.With([&](GangScheduler& s) {
+          admission_->Forget(s, gang);
+          return 0;
+        });
+        excluded_.erase(gang);
+        state_.Publish({0, {}, "release", gang, "", "every pod of the waiting gang was deleted"});
+      }
+    }
+    return;
+  }
   const std::string id = p->second.first;
   const int slot = p->second.second;
   Entry& e = gangs_.at(id);
@@ -245,8 +265,9 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     }
     for (auto& [id, e] : pending) {
       absl::Time now = state_.clock().Now();
+      const GangSpec& spec = e.spec;  // a structured binding cannot be captured (clang)
       absl::Status st = state_.With([&](GangScheduler& s) {
-        return admission_->Admit(s, e.spec, now, ExclusionLocked()).status();
+        return admission_->Admit(s, spec, now, ExclusionLocked()).status();
       });
       if (!st.ok()) {
         for (Member& m : e.slots) {
@@ -277,6 +298,26 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
   }
   RunFails(fails);
   return result;
+}
+
+void GangLedger::NoteWaitingPodLocked(const std::string& gang, const std::string& key) {
+  if (waiting_pod_.size() > 200000) {  // bounded: pods deleted unseen would pile up
+    waiting_pod_.clear();
+    waiting_pods_.clear();
+  }
+  auto [it, added] = waiting_pod_.emplace(key, gang);
+  if (!added && it->second != gang) {
+    waiting_pods_[it->second].erase(key);
+    it->second = gang;
+  }
+  waiting_pods_[gang].insert(key);
+}
+
+void GangLedger::ForgetWaitingLocked(const std::string& gang) {
+  auto g = waiting_pods_.find(gang);
+  if (g == waiting_pods_.end()) return;
+  for (const std::string& key : g->second) waiting_pod_.erase(key);
+  waiting_pods_.erase(g);
 }
 
 }  // namespace topogang

@@ -66,6 +66,14 @@ GpuEventDecision DecideGpuEvent(GpuEventKind kind, uint32_t xid,
       return {GpuVerdict::kRecord, "thermal event"};
     case GpuEventKind::kRecovered:
       return {GpuVerdict::kRecover, "recovered"};
+    case GpuEventKind::kEccCorrectableBurst:
+      return {GpuVerdict::kRecord, "burst of correctable ECC errors"};
+    case GpuEventKind::kLinkReplay:
+      return {GpuVerdict::kRecord, "NVLink/PCIe replays rising"};
+    case GpuEventKind::kClockThrottle:
+      return {GpuVerdict::kRecord, "clocks throttled"};
+    case GpuEventKind::kSlowNcclTest:
+      return {GpuVerdict::kRecord, "slow NCCL self-test"};
   }
   return {GpuVerdict::kRecord, "unknown event"};
 }

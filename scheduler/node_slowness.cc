@@ -19,6 +19,22 @@ const char* SlownessSignalName(SlownessSignal s) {
   return "?";
 }
 
+std::optional<SlownessSignal> SlownessSignalOf(GpuEventKind kind) {
+  switch (kind) {
+    case GpuEventKind::kEccCorrectableBurst:
+      return SlownessSignal::kCorrectableEccBurst;
+    case GpuEventKind::kLinkReplay:
+      return SlownessSignal::kLinkReplay;
+    case GpuEventKind::kThermal:
+    case GpuEventKind::kClockThrottle:
+      return SlownessSignal::kClockThrottle;
+    case GpuEventKind::kSlowNcclTest:
+      return SlownessSignal::kSlowNcclTest;
+    default:
+      return std::nullopt;
+  }
+}
+
 double NodeSlowness::Decay(absl::Time from, absl::Time to) const {
   if (to <= from || options_.half_life <= absl::ZeroDuration()) return 1.0;
   return std::exp2(-absl::FDivDuration(to - from, options_.half_life));

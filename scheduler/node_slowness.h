@@ -10,10 +10,12 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "common/gpu_event_kind.h"
 
 namespace topogang {
 
@@ -25,6 +27,9 @@ enum class SlownessSignal {
 };
 inline constexpr int kNumSlownessSignals = 4;
 const char* SlownessSignalName(SlownessSignal s);
+// The slowness signal an agent's GPU event carries (a thermal event throttles clocks); nullopt
+// for events that say nothing about speed (XIDs, faults, recovery).
+std::optional<SlownessSignal> SlownessSignalOf(GpuEventKind kind);
 
 struct SlownessOptions {
   absl::Duration half_life = absl::Minutes(30);

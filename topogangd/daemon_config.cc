@@ -141,6 +141,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
            "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
+           "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
+           "locality_patience_seconds",
            "leader_election",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
@@ -187,6 +189,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto holds = YamlInt(d, "max_holds", source, 0, 1000, c.extender.queue.max_holds);
   if (!holds.ok()) return holds.status();
   c.extender.queue.max_holds = static_cast<int>(*holds);
+  auto patience = YamlInt(d, "locality_patience_seconds", source, 0, 86400,
+                          absl::ToInt64Seconds(c.extender.queue.locality_patience));
+  if (!patience.ok()) return patience.status();
+  c.extender.queue.locality_patience = absl::Seconds(*patience);
   auto parallel = YamlInt(d, "bind_parallelism", source, 1, 256, c.extender.bind_parallelism);
   if (!parallel.ok()) return parallel.status();
   c.extender.bind_parallelism = static_cast<int>(*parallel);
@@ -215,6 +221,17 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                         absl::ToInt64Seconds(c.extender.failed_node_memory));
   if (!memory.ok()) return memory.status();
   c.extender.failed_node_memory = absl::Seconds(*memory);
+  auto slow_gpus =
+      YamlInt(d, "slow_node_gang_gpus", source, 0, 1 << 30, c.extender.slow_node_gang_gpus);
+  if (!slow_gpus.ok()) return slow_gpus.status();
+  c.extender.slow_node_gang_gpus = *slow_gpus;
+  auto half_life = YamlInt(d, "slow_node_half_life_seconds", source, 1, 30 * 86400,
+                           absl::ToInt64Seconds(c.slowness.half_life));
+  if (!half_life.ok()) return half_life.status();
+  c.slowness.half_life = absl::Seconds(*half_life);
+  auto threshold = YamlDouble(d, "slow_node_threshold", source, 0.01, 1e6, c.slowness.threshold);
+  if (!threshold.ok()) return threshold.status();
+  c.slowness.threshold = *threshold;
   auto schedulers = YamlStringList(d, "scheduler_names", source);
   if (!schedulers.ok()) return schedulers.status();
   c.extender.scheduler_names = std::move(*schedulers);

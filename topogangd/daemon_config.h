@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
+#include "scheduler/node_slowness.h"
 
 namespace topogang {
 
@@ -55,6 +56,7 @@ struct DaemonConfig {
   HttpTransportOptions transport;  // TLS, timeouts, in-flight bytes, health port
   GangLedgerOptions extender;
   LeaderElectionConfig leader_election;
+  SlownessOptions slowness;  // the agents' slowness signals (DaemonState::slow_nodes)
 };
 
 // Checks names (DNS subdomain / label) and the duration ordering; for values set by flags too.

@@ -201,6 +201,7 @@ int Main(int argc, char** argv) {
     for (const std::string& w : loaded->warnings) std::cerr << "topogangd: warning: " << w << "\n";
     state = std::make_unique<DaemonState>(
         GangScheduler(std::move(*cluster), loaded->config.scheduler), clock);
+    state->slow_nodes().SetOptions(daemon.slowness);
     binder = std::make_unique<MemoryBinder>();
   } else {
     if (config.topology) {
@@ -216,6 +217,7 @@ int Main(int argc, char** argv) {
     if (!empty.ok()) return Fail(std::string(empty.status().message()));
     state =
         std::make_unique<DaemonState>(GangScheduler(std::move(*empty), config.scheduler), clock);
+    state->slow_nodes().SetOptions(daemon.slowness);
     kube_config = *kc;
     auto client = std::make_shared<KubeClient>(*kc);
     binder = std::make_unique<KubeBinder>(client);

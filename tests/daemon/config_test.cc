@@ -59,14 +59,42 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_FALSE(p->extender.preemption);
   EXPECT_EQ(p->extender.preemption_retry, absl::Seconds(5));
   EXPECT_EQ(p->extender.nomination_ttl, absl::Minutes(1));
+  auto x =
+      ParseDaemonConfig(YAML::Load("{failed_node_memory_seconds: 0, slow_node_gang_gpus: 128, "
+                                   "slow_node_threshold: 2.5, slow_node_half_life_seconds: 600, "
+                                   "locality_patience_seconds: 0}"),
+                        "x");
+  ASSERT_TRUE(x.ok()) << x.status();
+  EXPECT_EQ(x->extender.failed_node_memory, absl::ZeroDuration());
+  EXPECT_EQ(x->extender.slow_node_gang_gpus, 128);
+  EXPECT_DOUBLE_EQ(x->slowness.threshold, 2.5);
+  EXPECT_EQ(x->slowness.half_life, absl::Minutes(10));
+  EXPECT_EQ(x->extender.queue.locality_patience, absl::ZeroDuration());
+  EXPECT_EQ(q->extender.slow_node_gang_gpus, 64) << "default";
   EXPECT_TRUE(q->extender.preemption) << "on by default";
   EXPECT_TRUE(q->extender.scheduler_names.empty());
-  for (const char* bad :
-       {"{http_port: 0}", "{hold_min_gpus: 0}", "{http_port: abc}", "{bind_window_ms: -1}",
-        "{typo_key: 1}", "[1, 2]", "{filter_verb: ''}", "{http_threads: -1}",
-        "{http_threads: 1000}", "{max_connections: 0}", "{bind_parallelism: 0}",
-        "{bind_parallelism: 100000}", "{gang_barrier: both}", "{scheduler_names: x}",
-        "{scheduler_names: ['']}", "{preemption: maybe}", "{nomination_ttl_seconds: 0}"}) {
+  for (const char* bad : {"{http_port: 0}",
+                          "{hold_min_gpus: 0}",
+                          "{http_port: abc}",
+                          "{bind_window_ms: -1}",
+                          "{typo_key: 1}",
+                          "[1, 2]",
+                          "{filter_verb: ''}",
+                          "{http_threads: -1}",
+                          "{http_threads: 1000}",
+                          "{max_connections: 0}",
+                          "{bind_parallelism: 0}",
+                          "{bind_parallelism: 100000}",
+                          "{gang_barrier: both}",
+                          "{scheduler_names: x}",
+                          "{scheduler_names: ['']}",
+                          "{preemption: maybe}",
+                          "{nomination_ttl_seconds: 0}",
+                          "{slow_node_threshold: 0}",
+                          "{slow_node_threshold: x}",
+                          "{slow_node_gang_gpus: -1}",
+                          "{slow_node_half_life_seconds: 0}",
+                          "{locality_patience_seconds: -5}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }

@@ -37,7 +37,9 @@ std::set<std::string> PlaceGang(Fixture& f, const std::string& gang, int size,
   for (int i = 0; i < size; ++i) {
     Json p = Member(gang, size, i, avoid, suffix);
     ExtenderFilterResult r = f.FilterOffered(p, offered);
-    if (r.node_names.size() != 1) return {};
+    if (r.node_names.size() != 1) {
+      return {};
+    }
     nodes.insert(r.node_names[0]);
     binds.push_back(f.Bind(p, r.node_names[0]));
   }
@@ -129,6 +131,31 @@ TEST(ExclusionTest, ARestartedGangAvoidsTheNodeItsMemberFailedOn) {
   // After failed_node_memory (1 h by default) the gang may use the node again.
   f.clock.Advance(absl::Hours(1) + absl::Minutes(1));
   EXPECT_EQ(PlaceGang(f, "job", 2, two, "", "-d").size(), 2u);
+}
+
+// Slow nodes (the agents' signals, scored in DaemonState::slow_nodes) are avoided by gangs of 64+
+// GPUs only: one slow rank paces a 64-GPU all-reduce; a single-node job barely notices.
+TEST(ExclusionTest, LargeGangsAvoidSlowNodesAndSmallOnesUseThem) {
+  QueueOptions q;
+  q.locality_patience = absl::ZeroDuration();  // the small gang's two nodes are in two leaves
+  Fixture f(16, absl::Seconds(10), q);
+  const std::string slow = f.names[3];
+  EXPECT_FALSE(f.state.slow_nodes().Report(slow, SlownessSignal::kClockThrottle, f.clock.Now()));
+  EXPECT_TRUE(f.state.slow_nodes().Report(slow, SlownessSignal::kLinkReplay, f.clock.Now()));
+  // An 8 x 8 gang (64 GPUs) offered exactly 8 nodes, the slow one among them, waits...
+  const std::vector<std::string> eight(f.names.begin(), f.names.begin() + 8);
+  EXPECT_TRUE(PlaceGang(f, "big", 8, eight).empty());
+  EXPECT_EQ(f.UsedGpus(), 0);
+  f.ledger.ObservePod(Observed(Member("big", 8, 0), "", "Succeeded"));  // that pod goes
+  // ...and offered a ninth, goes around the slow node.
+  std::vector<std::string> nine = eight;
+  nine.push_back(f.names[8]);
+  const std::set<std::string> big = PlaceGang(f, "big", 8, nine, "", "-b");
+  ASSERT_EQ(big.size(), 8u);
+  EXPECT_FALSE(big.count(slow));
+  // A 2 x 8 gang (16 GPUs) may use it: offered the slow node and one other, it is placed.
+  const std::set<std::string> small = PlaceGang(f, "small", 2, {slow, f.names[9]});
+  EXPECT_EQ(small, (std::set<std::string>{slow, f.names[9]}));
 }
 
 }  // namespace

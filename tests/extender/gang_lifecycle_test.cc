@@ -249,6 +249,40 @@ TEST(GangLifecycleTest, DeletingAPendingGangFreesItsReservationAtOnce) {
   EXPECT_EQ(f.UsedGpus(), 16);
 }
 
+// A gang too large for the free GPUs waits in the queue without a reservation; its pods are
+// deleted: it leaves the queue at once. Without that, the queue would reserve the pod-less gang
+// as soon as GPUs free up and another gang's filter runs (issue #9, failure 5).
+TEST(GangLifecycleTest, DeletingAWaitingGangTakesItOutOfTheQueueAtOnce) {
+  Fixture f(16);
+  std::vector<Json> a, big;
+  for (int i = 0; i < 12; ++i) {
+    a.push_back(MakePod(GangPod("a", 12, i, 8)));
+    f.FilterOne(a.back());  // 12 of the 16 nodes reserved
+  }
+  for (int i = 0; i < 2; ++i) {
+    big.push_back(MakePod(GangPod("big", 8, i, 8)));
+    EXPECT_TRUE(f.service.Filter(testing::MakeArgs(big[i], f.names)).node_names.empty());
+  }
+  auto remove = [&](const std::vector<Json>& pods) {
+    for (const Json& p : pods) {
+      auto info = ParsePod(p, "nvidia.com/gpu");
+      ASSERT_TRUE(info.ok());
+      f.ledger.PodDeleted(*info);
+    }
+  };
+  remove(big);
+  remove(a);  // the GPUs come back
+  EXPECT_EQ(f.UsedGpus(), 0);
+  // Another gang's filter runs the queue: only that gang is placed, nothing for "big".
+  for (int i = 0; i < 2; ++i) f.FilterOne(MakePod(GangPod("small", 2, i, 8)));
+  EXPECT_EQ(f.UsedGpus(), 16) << "GPUs reserved for a gang whose pods are all gone";
+  bool released = false;
+  for (const DecisionEvent& e : f.state.WaitEvents(0, absl::Now(), 10000)) {
+    released = released || (e.kind == "release" && e.gang == "default/big");
+  }
+  EXPECT_TRUE(released);
+}
+
 // One binding of sixteen fails at the API server: the fifteen others bind, the failed member is
 // retried by kube-scheduler onto its reserved node and binds alone; no GPU leaks.
 TEST(GangLifecycleTest, OneFailedBindingOfSixteenIsRetriedAndNothingLeaks) {

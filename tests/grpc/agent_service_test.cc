@@ -146,6 +146,43 @@ TEST_F(AgentServiceTest, FatalXidMarksGpuUnhealthyAndRecoveryRestoresIt) {
   EXPECT_TRUE(env.GpuFaulty("lab-a1", 5));
 }
 
+// Slowness signals change no health bit: they add to the node's slowness score, and the report
+// that takes it over the threshold publishes one node-slow event (large gangs then avoid it).
+TEST_F(AgentServiceTest, SlownessSignalsScoreTheNodeWithoutTouchingHealth) {
+  ASSERT_TRUE(Register(Reg("lab-a1", 8)).ok());
+  grpc::ClientContext ctx;
+  auto stream = stub->ReportHealth(&ctx);
+  v1::HealthAck ack;
+  const int64_t seq = env.state->LastSeq();
+  ASSERT_TRUE(stream->Write(Event("lab-a1", 2, v1::GpuEvent::ECC_CORRECTABLE_BURST)));
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_FALSE(ack.gpu_unhealthy());
+  EXPECT_THAT(ack.action(), HasSubstr("correctable ECC"));
+  EXPECT_FALSE(env.GpuFaulty("lab-a1", 2));
+  EXPECT_DOUBLE_EQ(env.state->slow_nodes().Score("lab-a1", env.clock.Now()), 0.5);
+  EXPECT_TRUE(env.state->slow_nodes().Slow(env.clock.Now()).empty());
+  ASSERT_TRUE(stream->Write(Event("lab-a1", 5, v1::GpuEvent::LINK_REPLAY)));
+  ASSERT_TRUE(stream->Read(&ack));
+  EXPECT_EQ(env.state->slow_nodes().Slow(env.clock.Now()), std::vector<std::string>{"lab-a1"});
+  ASSERT_TRUE(stream->Write(Event("lab-a1", 5, v1::GpuEvent::CLOCK_THROTTLE)));
+  ASSERT_TRUE(stream->Read(&ack));
+  int slow_events = 0;
+  for (const DecisionEvent& e : env.state->WaitEvents(seq, absl::Now(), 1000)) {
+    if (e.kind == "node-slow") {
+      ++slow_events;
+      EXPECT_EQ(e.node, "lab-a1");
+      EXPECT_THAT(e.detail, HasSubstr("link-replay"));
+    }
+  }
+  EXPECT_EQ(slow_events, 1) << "one event when the node becomes slow, not one per report";
+  EXPECT_FALSE(env.GpuFaulty("lab-a1", 5));
+  // The score halves every half-life (30 min): two hours later the node is fine again.
+  env.clock.Advance(absl::Hours(2));
+  EXPECT_TRUE(env.state->slow_nodes().Slow(env.clock.Now()).empty());
+  stream->WritesDone();
+  EXPECT_TRUE(stream->Finish().ok());
+}
+
 TEST_F(AgentServiceTest, BadReportsEndTheStreamWithClearCodes) {
   v1::HealthAck ack;
   grpc::Status s = SendOne(Beat("lab-b1", 1), &ack);
