@@ -13,8 +13,6 @@
 
 namespace topogang {
 
-namespace v1 = ::topogang::v1;
-
 // InvalidArgument on oversize strings or what ValidateGang rejects.
 absl::StatusOr<GangSpec> GangFromProto(const v1::GangSpec& p);
 void GangToProto(const GangSpec& g, v1::GangSpec* p);
