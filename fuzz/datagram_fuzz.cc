@@ -16,13 +16,22 @@
 #include "daemon/daemon_state.h"
 #include "scheduler/clock.h"
 #include "topology/cluster.h"
+#include "topology/topology_config.h"
 
 namespace {
 
 using namespace topogang;
 
+Cluster EmptyCluster() {
+  auto topology = PresetTopology("auto");
+  if (!topology.ok()) std::abort();
+  auto c = Cluster::Build(ClusterSpec{}, *topology);
+  if (!c.ok()) std::abort();
+  return *std::move(c);
+}
+
 struct World {
-  World() : state(GangScheduler(Cluster()), clock), monitor(state, absl::Seconds(30)) {
+  World() : state(GangScheduler(EmptyCluster()), clock), monitor(state, absl::Seconds(30)) {
     DatagramHeartbeatOptions o;
     o.host = "127.0.0.1";
     auto d = DatagramHeartbeats::Start(monitor, clock, o);
