@@ -17,6 +17,22 @@ namespace topogang::agent {
 
 namespace v1 = ::topogang::v1;
 
+namespace {
+
+// One GPU event as the daemon takes it, on a stream or as a ReportEvent call.
+v1::HealthReport EventReport(const std::string& node, const GpuEventInfo& ev) {
+  v1::HealthReport rep;
+  rep.set_node(node);
+  v1::GpuEvent* e = rep.mutable_gpu_event();
+  e->set_gpu_index(ev.gpu_index);
+  e->set_kind(static_cast<v1::GpuEvent::Kind>(ev.kind));
+  e->set_xid(ev.xid);
+  e->set_detail(ev.detail);
+  return rep;
+}
+
+}  // namespace
+
 absl::StatusOr<std::shared_ptr<grpc::Channel>> MakeAgentChannel(const AgentOptions& o) {
   grpc::ChannelArguments args;
   // Keepalive notices a dead daemon (or a broken network path) while a call is open (a stream,
@@ -119,13 +135,7 @@ absl::Status AgentClient::DatagramSession(HeartbeatSender& sender, absl::Duratio
     if (!pending_.empty()) {
       GpuEventInfo ev = pending_.front();
       lock.unlock();
-      v1::HealthReport rep;
-      rep.set_node(options_.node);
-      v1::GpuEvent* e = rep.mutable_gpu_event();
-      e->set_gpu_index(ev.gpu_index);
-      e->set_kind(static_cast<v1::GpuEvent::Kind>(ev.kind));
-      e->set_xid(ev.xid);
-      e->set_detail(ev.detail);
+      const v1::HealthReport rep = EventReport(options_.node, ev);
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
       if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
@@ -304,13 +314,7 @@ absl::Status AgentClient::Session(std::shared_ptr<grpc::Channel> channel, bool* 
     if (!pending_.empty()) {
       GpuEventInfo ev = pending_.front();
       lock.unlock();
-      v1::HealthReport rep;
-      rep.set_node(options_.node);
-      v1::GpuEvent* e = rep.mutable_gpu_event();
-      e->set_gpu_index(ev.gpu_index);
-      e->set_kind(static_cast<v1::GpuEvent::Kind>(ev.kind));
-      e->set_xid(ev.xid);
-      e->set_detail(ev.detail);
+      const v1::HealthReport rep = EventReport(options_.node, ev);
       broken = !stream->Write(rep);
       lock.lock();
       if (!broken) {

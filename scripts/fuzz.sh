@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${FUZZ_BUILD:-build-fuzz}
+# libFuzzer comes with clang (not needed by the build or the tests, so not in deps.sh).
+command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang: sudo apt-get install -y clang" >&2; exit 2; }
 targets=${FUZZ_TARGETS:-parsers_fuzz wire_fuzz review_fuzz config_fuzz datagram_fuzz}
 want() { [[ " $targets " == *" $1 "* ]]; }
 if [ ! -f "$B/build.ninja" ]; then
