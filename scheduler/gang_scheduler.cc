@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/replacement.h"
 
 namespace topogang {
 
@@ -227,14 +228,8 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
       }
       continue;
     }
-    std::vector<int> anchors;
-    for (size_t m = 0; m < rec.placement.members.size(); ++m) {
-      if (rec.placement.members[m].node < 0) continue;  // released member: nothing to anchor
-      if (!std::binary_search(lost.begin(), lost.end(), static_cast<int>(m))) {
-        anchors.push_back(rec.placement.members[m].node);
-      }
-    }
-    auto repl = planner().PlanNear(rec.spec, static_cast<int>(lost.size()), anchors);
+    // One proposal for every member lost in this event, keeping slices (scheduler/replacement.h).
+    auto repl = ProposeReplacement(*this, name, lost);
     if (!repl.ok()) {
       events.push_back({ReplanEvent::Kind::kReplacementImpossible,
                         name,
