@@ -107,6 +107,29 @@ grpc::Status PlacementServiceImpl::Explain(grpc::ServerContext*, const v1::Expla
     if (!g.ok()) return Invalid(g.status().message());
     spec = *std::move(g);
   }
+  // Per-job exclusion: what this gang avoids (as the ledger last planned it, plus the nodes slow
+  // now when it is large enough to care); the tiers are explained without those nodes.
+  const absl::Time now = state_.clock().Now();
+  std::vector<AvoidanceBook::Node> avoided = state_.avoidance().For(name);
+  const long slow_gpus = state_.avoidance().slow_gang_gpus();
+  resp->set_slow_node_gang_gpus(slow_gpus);
+  for (const std::string& n : state_.slow_nodes().Slow(now)) {
+    const std::string score = state_.slow_nodes().Describe(n, now);
+    v1::AvoidedNode* slow = resp->add_slow_nodes();
+    slow->set_node(n);
+    slow->set_reason(score);
+    const bool listed = std::any_of(avoided.begin(), avoided.end(),
+                                    [&](const AvoidanceBook::Node& a) { return a.name == n; });
+    if (slow_gpus > 0 && spec.total_gpus() >= slow_gpus && !listed) {
+      avoided.push_back({n, SlowNodeReason(score, slow_gpus)});
+    }
+  }
+  for (const AvoidanceBook::Node& a : avoided) {
+    v1::AvoidedNode* out = resp->add_avoided_nodes();
+    out->set_node(a.name);
+    out->set_reason(a.reason);
+    if (int i = c.FindNode(a.name); i >= 0) c.SetNodeCordoned(i, true);
+  }
   ExplainGang(c, spec, max_rejected, resp);
   const v1::Placement& pl = resp->placement();
   std::string summary;
@@ -132,6 +155,14 @@ grpc::Status PlacementServiceImpl::Explain(grpc::ServerContext*, const v1::Expla
                     ".");
   } else {
     absl::StrAppend(&summary, as_if, " does not fit: ", resp->no_fit_reason());
+  }
+  if (!avoided.empty()) {
+    absl::StrAppend(&summary, " It avoids ", avoided.size(), " node(s): ");
+    for (size_t i = 0; i < avoided.size() && i < 3; ++i) {
+      absl::StrAppend(&summary, i ? "; " : "", avoided[i].name, " (", avoided[i].reason, ")");
+    }
+    if (avoided.size() > 3) absl::StrAppend(&summary, "; and ", avoided.size() - 3, " more");
+    absl::StrAppend(&summary, ".");
   }
   resp->set_summary(summary);
   return grpc::Status::OK;

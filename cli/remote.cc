@@ -311,6 +311,23 @@ gang the daemon does not hold, give its spec:
       std::cout << "  " << d.domain() << ": " << d.reason() << "\n";
     }
   }
+  if (resp.avoided_nodes_size() > 0) {
+    std::cout << "\navoided nodes (left out of the tiers above):\n";
+    for (const v1::AvoidedNode& n : resp.avoided_nodes()) {
+      std::cout << "  " << n.node() << ": " << n.reason() << "\n";
+    }
+  }
+  if (resp.slow_nodes_size() > 0) {
+    std::cout << "\nslow nodes now"
+              << (resp.slow_node_gang_gpus() > 0
+                      ? absl::StrCat(" (gangs of ", resp.slow_node_gang_gpus(),
+                                     "+ GPUs avoid them)")
+                      : std::string(" (no gang avoids them: slow_node_gang_gpus is 0)"))
+              << ":\n";
+    for (const v1::AvoidedNode& n : resp.slow_nodes()) {
+      std::cout << "  " << n.node() << ": " << n.reason() << "\n";
+    }
+  }
   std::cout << "\n" << resp.summary() << "\n";
   return 0;
 }

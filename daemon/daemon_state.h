@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "daemon/avoidance_book.h"
 #include "daemon/slow_nodes.h"
 #include "scheduler/clock.h"
 #include "scheduler/gang_scheduler.h"
@@ -59,6 +60,8 @@ class DaemonState {
   const Clock& clock() const { return clock_; }
   // Per-node slowness from the agents' signals (its own lock; never taken under this one's).
   SlowNodes& slow_nodes() { return slow_nodes_; }
+  // Which nodes each gang avoids and why, for explain (its own lock, like slow_nodes).
+  AvoidanceBook& avoidance() { return avoidance_; }
 
   // Swaps in a scheduler built for a new node set (the kube node watch saw nodes come or go),
   // re-applying every node's current health sources and every GPU fault to it.
@@ -116,6 +119,7 @@ class DaemonState {
   std::condition_variable cv_;
   const Clock& clock_;
   SlowNodes slow_nodes_;
+  AvoidanceBook avoidance_;
   GangScheduler sched_;
   std::map<std::string, uint8_t, std::less<>> node_sources_;
   std::map<std::string, std::string, std::less<>> node_reason_;

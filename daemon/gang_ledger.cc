@@ -16,6 +16,7 @@ GangLedger::GangLedger(DaemonState& state, Binder& binder, GangLedgerOptions opt
       admission_(admission ? std::move(admission)
                            : std::make_unique<QueueAdmission>(options_.queue)) {
   pool_ = std::make_unique<BindPool>(binder_, options_.bind_parallelism);
+  state_.avoidance().set_slow_gang_gpus(options_.slow_node_gang_gpus);
   worker_ = std::thread([this] { WorkerLoop(); });
 }
 

@@ -6,8 +6,10 @@
 // slowness signals made slow (DaemonState::slow_nodes). Node names, not model indexes: they
 // survive model rebuilds.
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "daemon/gang_ledger.h"
@@ -30,7 +32,7 @@ bool IsNodeName(absl::string_view s) {
 absl::StatusOr<std::vector<std::string>> GangLedger::AvoidedNodesLocked(const GangSpec& spec,
                                                                         const PodInfo& pod) {
   const std::string& gang = spec.name;
-  std::vector<std::string> out;
+  std::map<std::string, std::vector<std::string>> why;  // node -> reasons, sorted by node
   if (auto it = pod.annotations.find(kAvoidNodesKey); it != pod.annotations.end()) {
     for (absl::string_view part : absl::StrSplit(it->second, ',', absl::SkipWhitespace())) {
       part = absl::StripAsciiWhitespace(part);
@@ -39,32 +41,40 @@ absl::StatusOr<std::vector<std::string>> GangLedger::AvoidedNodesLocked(const Ga
                                                        "\" is not a node name (comma-separated "
                                                        "DNS subdomain names)"));
       }
-      if (out.size() >= kMaxAvoidedNodes) {
+      if (why.size() >= kMaxAvoidedNodes) {
         return absl::InvalidArgumentError(
             absl::StrCat(kAvoidNodesKey, ": more than ", kMaxAvoidedNodes, " nodes"));
       }
-      out.emplace_back(part);
+      why[std::string(part)].push_back(absl::StrCat("named in ", kAvoidNodesKey));
     }
   }
+  const absl::Time now = state_.clock().Now();
   if (auto f = failed_on_.find(gang); f != failed_on_.end()) {
-    const absl::Time now = state_.clock().Now();
     for (auto it = f->second.begin(); it != f->second.end();) {
       if (now - it->second > options_.failed_node_memory) {
         it = f->second.erase(it);
       } else {
-        out.push_back(it->first);
+        why[it->first].push_back(absl::StrCat(
+            "a member failed here ",
+            absl::FormatDuration(absl::Trunc(now - it->second, absl::Seconds(1))), " ago"));
         ++it;
       }
     }
     if (f->second.empty()) failed_on_.erase(f);
   }
   if (options_.slow_node_gang_gpus > 0 && spec.total_gpus() >= options_.slow_node_gang_gpus) {
-    for (std::string& n : state_.slow_nodes().Slow(state_.clock().Now())) {
-      out.push_back(std::move(n));
+    for (const std::string& n : state_.slow_nodes().Slow(now)) {
+      why[n].push_back(
+          SlowNodeReason(state_.slow_nodes().Describe(n, now), options_.slow_node_gang_gpus));
     }
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::vector<std::string> out;
+  std::vector<AvoidanceBook::Node> book;
+  for (auto& [node, reasons] : why) {
+    out.push_back(node);
+    book.push_back({node, absl::StrJoin(reasons, "; ")});
+  }
+  state_.avoidance().Record(gang, std::move(book));
   return out;
 }
 

@@ -70,6 +70,9 @@ TEST(ExclusionTest, AGangNamingNodesToAvoidIsPlannedOffThem) {
   const std::set<std::string> placed = PlaceGang(f, "job", 2, f.names, avoid);
   ASSERT_EQ(placed.size(), 2u);
   for (const std::string& n : placed) EXPECT_FALSE(first.count(n)) << n << " was to be avoided";
+  const std::vector<AvoidanceBook::Node> why = f.state.avoidance().For("default/job");
+  ASSERT_EQ(why.size(), 2u);
+  EXPECT_EQ(why[0].reason, "named in topogang.io/avoid-nodes");
   // Offered only the avoided nodes, it is not placed at all, and says why not.
   Fixture g(16);
   ExtenderFilterResult r = g.FilterOffered(Member("job", 2, 0, avoid),
@@ -122,6 +125,11 @@ TEST(ExclusionTest, ARestartedGangAvoidsTheNodeItsMemberFailedOn) {
   const std::set<std::string> again = PlaceGang(f, "job", 2, three, "", "-c");
   ASSERT_EQ(again.size(), 2u);
   EXPECT_FALSE(again.count(failed_pod_node));
+  // `topogang explain` reads why (DaemonState::avoidance): the node and how long ago it failed.
+  const std::vector<AvoidanceBook::Node> why = f.state.avoidance().For("default/job");
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_EQ(why[0].name, failed_pod_node);
+  EXPECT_NE(why[0].reason.find("a member failed here"), std::string::npos) << why[0].reason;
   // Another gang is not affected: it may use the node at once.
   f.ledger.ObservePod(Observed(Member("job", 2, 0, "", "-c"), "", "Succeeded"));
   f.ledger.ObservePod(Observed(Member("job", 2, 1, "", "-c"), "", "Succeeded"));

@@ -269,6 +269,55 @@ TEST_F(PlacementServiceTest, ExplainHeldGangAndPendingSpec) {
   }
 }
 
+// Per-job exclusion in explain (#13): the nodes a gang avoids, why, and the tiers without them.
+TEST_F(PlacementServiceTest, ExplainShowsAvoidedAndSlowNodes) {
+  const absl::Time now = env.clock.Now();
+  ASSERT_FALSE(env.state->slow_nodes().Report("lab-a1", SlownessSignal::kClockThrottle, now));
+  ASSERT_TRUE(env.state->slow_nodes().Report("lab-a1", SlownessSignal::kLinkReplay, now));
+  env.state->avoidance().set_slow_gang_gpus(32);
+  const auto explain = [&](const v1::GangSpec& spec) {
+    grpc::ClientContext ctx;
+    v1::ExplainRequest req;
+    *req.mutable_spec() = spec;
+    v1::ExplainResponse resp;
+    EXPECT_TRUE(stub->Explain(&ctx, req, &resp).ok());
+    return resp;
+  };
+  const auto leaf_fits = [](const v1::ExplainResponse& r) {
+    for (const auto& t : r.tiers()) {
+      if (t.tier() == "leaf") return t.domains_that_fit();
+    }
+    return -1;
+  };
+  // 4 x 8 in a leaf is 32 GPUs: it avoids the slow node, so only leaf b (4 free nodes) fits.
+  v1::ExplainResponse wide = explain(Spec("wide", 4, 8, "leaf"));
+  ASSERT_EQ(wide.avoided_nodes_size(), 1);
+  EXPECT_EQ(wide.avoided_nodes(0).node(), "lab-a1");
+  EXPECT_THAT(wide.avoided_nodes(0).reason(), HasSubstr("slow: score"));
+  EXPECT_THAT(wide.avoided_nodes(0).reason(), HasSubstr("link-replay"));
+  ASSERT_EQ(wide.slow_nodes_size(), 1);
+  EXPECT_EQ(wide.slow_node_gang_gpus(), 32);
+  EXPECT_EQ(leaf_fits(wide), 1);
+  EXPECT_THAT(wide.summary(), HasSubstr("avoids 1 node(s): lab-a1"));
+  // A single 8-GPU member does not care: nothing avoided, both leaves fit; the slow node is
+  // still listed as slow.
+  v1::ExplainResponse narrow = explain(Spec("narrow", 1, 8, "leaf"));
+  EXPECT_EQ(narrow.avoided_nodes_size(), 0);
+  EXPECT_EQ(narrow.slow_nodes_size(), 1);
+  EXPECT_EQ(leaf_fits(narrow), 2);
+  // What the ledger recorded for a gang (here: an avoid-nodes annotation naming lab-b2) counts
+  // too: with a node gone from each leaf, 4 x 8 fits in neither.
+  env.state->avoidance().Record("named", {{"lab-b2", "named in topogang.io/avoid-nodes"}});
+  v1::ExplainResponse named = explain(Spec("named", 4, 8, "leaf"));
+  ASSERT_EQ(named.avoided_nodes_size(), 2);
+  EXPECT_EQ(named.avoided_nodes(0).node(), "lab-b2");
+  EXPECT_EQ(named.avoided_nodes(1).node(), "lab-a1");
+  EXPECT_EQ(leaf_fits(named), 0);
+  EXPECT_FALSE(named.would_fit_now());
+  // Explain changed nothing: every GPU is still free and healthy.
+  EXPECT_EQ(FreeHealthy(), 64);
+}
+
 TEST_F(PlacementServiceTest, GetListGangsAndReservations) {
   env.state->With([&](GangScheduler& s) {
     ASSERT_TRUE(s.Reserve(CoreSpec("r1", 1, 8), env.clock.Now()).ok());
