@@ -14,12 +14,14 @@
 #include "common/file_util.h"
 #include "config/loader.h"
 #include "sim/engine.h"
+#include "sim/feature_report.h"
 #include "sim/generator.h"
 #include "sim/job_classes.h"
 #include "sim/network_model.h"
 #include "sim/policy.h"
 #include "sim/report.h"
 #include "sim/svg.h"
+#include "sim/trace_features.h"
 
 namespace topogang::cli {
 namespace {
@@ -35,7 +37,13 @@ of its placement (communication model, docs/placement-quality.md).
   --config FILE           topogang config (topology tiers, bandwidths)
   --trace FILE            trace CSV (docs/traces.md)
   --policy A,B,...        policies (default: all): default, gang-firstfit, kueue-tas,
-                          slurm-tree, volcano-hypernode, topogang
+                          slurm-tree, volcano-hypernode, topogang; topogang with the policies
+                          of issue #13: topogang+preempt (higher priority evicts whole gangs),
+                          topogang+elastic (trace min_members: start at the minimum, grow in
+                          the start domain), topogang+spares, or combined (topogang+preempt+spares)
+  --spares N              spare nodes per domain for +spares (default 1)
+  --spare-tier T          the tier spares are counted in (default: the one above the nodes)
+  --elastic-resize-cost S seconds an elastic job pauses when it grows (default 60)
   --out DIR               write summary.csv, jobs-<policy>.csv, jct-cdf.svg, occupancy.svg
   --seed N                seed for random failures and tie-breaking (default 1)
   --failure-rate X        random node failures per node per day (default 0)
@@ -76,6 +84,10 @@ Trace generation (docs/traces.md):
   --failure-group TIER    the domain a correlated failure takes down (default: the NVLink tier
                           if the cluster has one, else the leaf)
   --estimate-share S      share of jobs that carry a run-time estimate (default 0.5)
+  --high-priority-share S share of the jobs of >= --high-priority-min-gpus GPUs (default 64)
+                          given priority 100 (for topogang+preempt)
+  --elastic-share S       share of the multi-member jobs made elastic, min_members = half
+                          their members (for topogang+elastic)
   --write-trace FILE      save the generated trace; without --policy, only that is done
 )";
 
@@ -149,7 +161,13 @@ int RunSimulate(int argc, char** argv) {
                          "correlated-failures",
                          "failure-group",
                          "estimate-share",
-                         "write-trace"},
+                         "write-trace",
+                         "spares",
+                         "spare-tier",
+                         "elastic-resize-cost",
+                         "high-priority-share",
+                         "high-priority-min-gpus",
+                         "elastic-share"},
                         {"help", "repair-in-place-always", "uplink-contention"});
   if (!args.ok()) {
     std::cerr << "topogang simulate: " << args.status().message() << "\n\n" << kHelp;
@@ -216,7 +234,8 @@ int RunSimulate(int argc, char** argv) {
     q_order = order == "most-free" ? 0 : order == "fewest-gangs" ? 1 : 2;
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
-      trace_failures, gen_n, max_gpus, correlated, estimate_share;
+      trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, hi_share,
+      hi_min, el_share;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
       !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
@@ -238,7 +257,12 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "correlated-failures", 0, 0, 1, &correlated) ||
       !ParseDouble(*args, "estimate-share", 0.5, 0, 1, &estimate_share) ||
       !ParseDouble(*args, "generate", 0, 0, sim::kMaxTraceJobs, &gen_n) ||
-      !ParseDouble(*args, "max-job-gpus", 0, 0, 1e7, &max_gpus)) {
+      !ParseDouble(*args, "max-job-gpus", 0, 0, 1e7, &max_gpus) ||
+      !ParseDouble(*args, "spares", 1, 1, 1e6, &spares) ||
+      !ParseDouble(*args, "elastic-resize-cost", 60, 0, 1e7, &resize_cost) ||
+      !ParseDouble(*args, "high-priority-share", 0, 0, 1, &hi_share) ||
+      !ParseDouble(*args, "high-priority-min-gpus", 64, 1, 1e7, &hi_min) ||
+      !ParseDouble(*args, "elastic-share", 0, 0, 1, &el_share)) {
     return 2;
   }
   const uint64_t seed = static_cast<uint64_t>(seed_d);
@@ -324,6 +348,12 @@ int RunSimulate(int argc, char** argv) {
       return 2;
     }
     trace = std::move(*generated);
+    sim::TraceFeatureOptions features;
+    features.seed = seed;
+    features.high_priority_share = hi_share;
+    features.high_priority_min_gpus = static_cast<long>(hi_min);
+    features.elastic_share = el_share;
+    sim::AddTraceFeatures(features, &trace);
     trace_name = absl::StrCat("generated(", g.jobs, " jobs, ", g.profile, ", seed ", seed, ")");
     double work = 0, big = 0;
     for (const auto& j : trace.jobs) {
@@ -336,21 +366,19 @@ int RunSimulate(int argc, char** argv) {
         trace.jobs.size(), Duration(trace.jobs.empty() ? 0 : trace.jobs.back().arrival_s),
         trace.events.size(), work > 0 ? 100 * big / work : 0);
     if (args->Has("write-trace")) {
+      std::string flags;  // the options that shape the trace, as given
+      for (const char* k : {"trace-failures", "correlated-failures", "estimate-share",
+                            "high-priority-share", "high-priority-min-gpus", "elastic-share"}) {
+        if (args->Has(k) && (std::string(k) == "estimate-share" || args->Get(k) != "0")) {
+          absl::StrAppend(&flags, " --", k, " ", args->Get(k));
+        }
+      }
       std::string header = absl::StrFormat(
           "# topogang trace: %d jobs, profile %s, seed %d, load %.2f on %s (%d GPUs)\n"
           "# generated by: topogang simulate --cluster %s --generate %d --profile %s --seed %d "
           "--load %.2f%s\n",
           g.jobs, g.profile, seed, load, cluster->name(), cluster->num_gpus(), args->Get("cluster"),
-          g.jobs, g.profile, seed, load,
-          absl::StrCat(
-              trace_failures > 0 ? absl::StrCat(" --trace-failures ", args->Get("trace-failures"))
-                                 : std::string(),
-              correlated > 0
-                  ? absl::StrCat(" --correlated-failures ", args->Get("correlated-failures"))
-                  : std::string(),
-              args->Has("estimate-share")
-                  ? absl::StrCat(" --estimate-share ", args->Get("estimate-share"))
-                  : std::string()));
+          g.jobs, g.profile, seed, load, flags);
       if (!WriteFile(args->Get("write-trace"), header + sim::WriteTraceCsv(trace))) return 1;
       if (!args->Has("policy")) return 0;
     }
@@ -376,6 +404,9 @@ int RunSimulate(int argc, char** argv) {
   opt.snapshot_at_s = snapshot;
   opt.locality_patience_s = patience;
   opt.repair_in_place_always = args->Has("repair-in-place-always");
+  opt.spares_per_domain = static_cast<int>(spares);
+  opt.spare_tier = args->Get("spare-tier", "");
+  opt.elastic_resize_s = resize_cost;
   opt.queue.starvation_s = q_starve < 0 ? -1 : q_starve * 60;
   opt.queue.hold_min_gpus = static_cast<int>(q_min);
   opt.queue.max_holds = static_cast<int>(q_holds);
@@ -434,6 +465,10 @@ int RunSimulate(int argc, char** argv) {
               << " job(s) can never fit this cluster and were left out\n";
   }
   std::cout << "\n" << sim::JobClassTable(*cluster, results);
+  for (const std::string& t : {sim::PriorityTable(trace, results),
+                               sim::ElasticTable(trace, results), sim::RecoveryTable(results)}) {
+    if (!t.empty()) std::cout << "\n" << t;
+  }
 
   if (args->Has("out")) {
     std::filesystem::path dir(args->Get("out"));

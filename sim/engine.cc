@@ -10,6 +10,7 @@
 #include "sim/comm_model.h"
 #include "sim/network_model.h"
 #include "sim/policy.h"
+#include "sim/policy_features.h"
 #include "sim/rng.h"
 
 namespace topogang::sim {
@@ -29,9 +30,15 @@ struct Event {
 };
 
 struct JobState {
+  // Work left, in seconds of the whole job (all `members`) on its ideal placement.
   double remaining_base = 0;
-  double run_start = 0;
+  double run_start = 0;  // when progress (re)started
   double stretch = 1;
+  // Work per second: the share of its members it runs with (elastic gangs run with fewer;
+  // throughput is taken as proportional to members) over its stretch.
+  double speed = 1;
+  long gpus_now = 0;
+  double failed_at = -1;  // hit by a failure and not running again yet
   int gen = 0;
   bool running = false;
 };
@@ -94,7 +101,20 @@ absl::StatusOr<std::vector<SimJob>> MakeSimJobs(const Cluster& cluster, const Tr
 }
 
 absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace,
-                                      const std::string& policy_name, const SimOptions& opt) {
+                                      const std::string& full_name, const SimOptions& options) {
+  SimOptions opt = options;
+  auto base_name = ApplyPolicyFeatures(full_name, &opt);
+  if (!base_name.ok()) return base_name.status();
+  const std::string& policy_name = *base_name;
+  if (opt.spares) {
+    const int level =
+        opt.spare_tier.empty() ? cluster.node_level() - 1 : cluster.LevelByName(opt.spare_tier);
+    if (level <= 0 || level >= cluster.node_level() || opt.spares_per_domain < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("spares: need a tier above the nodes (got '",
+                                                     opt.spare_tier,
+                                                     "') and at least one spare per domain"));
+    }
+  }
   auto built = MakeSimJobs(cluster, trace, opt);
   if (!built.ok()) return built.status();
   std::vector<SimJob>& jobs = *built;
@@ -154,16 +174,23 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   ctx.locality_patience_s = opt.locality_patience_s;
   ctx.queue = opt.queue;
   ctx.repair_in_place_always = opt.repair_in_place_always;
+  ctx.preemption = opt.preemption;
+  ctx.elastic = opt.elastic;
+  ctx.spares_per_domain = opt.spares ? opt.spares_per_domain : 0;
+  ctx.spare_tier = opt.spare_tier;
+  auto speed_of = [&](int j, const std::vector<MemberPlacement>& members, double stretch) {
+    return static_cast<double>(members.size()) / jobs[j].trace->members / stretch;
+  };
   ctx.run_time = [&](int j, const std::vector<MemberPlacement>& members) {
     Placement p;
-    return st[j].remaining_base * evaluate(j, members, &p);
+    return st[j].remaining_base / speed_of(j, members, evaluate(j, members, &p));
   };
   auto made = MakePolicy(policy_name, cluster, ctx);
   if (!made.ok()) return made.status();
   Policy& policy = **made;
 
   PolicyResult res;
-  res.policy = policy.name();
+  res.policy = full_name;
   res.jobs.resize(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     JobResult& r = res.jobs[i];
@@ -213,7 +240,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   long busy = 0;    // GPUs of running jobs
   double good = 0;  // the same, each divided by its job's stretch: work at ideal speed
   double good_gpu_s = 0, busy_gpu_s = 0, held_gpu_s = 0, frag_gpu_s = 0, frag_share_s = 0,
-         frag_time = 0;
+         frag_time = 0, spare_gpu_s = 0, lost_gpu_s = 0;
+  std::vector<double> recoveries;
   double scheduled_wake = kNever;
   int pending_real = 0;  // events other than wakes
   {
@@ -224,24 +252,39 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
   }
 
-  auto start_job = [&](int j, const std::vector<MemberPlacement>& members) {
+  // `delay`: seconds before it makes progress (an elastic resize).
+  auto start_job = [&](int j, const std::vector<MemberPlacement>& members, double delay = 0) {
     Placement p;
     const double s = evaluate(j, members, &p);
     JobState& js = st[j];
     js.stretch = s;
-    js.run_start = now;
+    js.speed = speed_of(j, members, s);
+    js.gpus_now = static_cast<long>(members.size()) * jobs[j].gang.gpus_per_member;
+    js.run_start = now + delay;
     js.running = true;
     ++js.gen;
     JobResult& r = res.jobs[j];
     r.level = p.level;
     r.bandwidth = p.bandwidth_gbps;
     r.stretch = s;
-    good += res.jobs[j].gpus / s;
+    const int n = static_cast<int>(members.size());
+    if (r.first_members == 0) r.first_members = n;
+    r.peak_members = std::max(r.peak_members, n);
+    if (js.failed_at >= 0) {
+      recoveries.push_back(now - js.failed_at);
+      js.failed_at = -1;
+    }
+    busy += js.gpus_now;
+    good += js.gpus_now / s;
+    if (delay > 0) {  // held but not working while it resizes: no goodput
+      good_gpu_s -=
+          js.gpus_now / s * std::max(0.0, std::min(now + delay, window) - std::min(now, window));
+    }
     if (contention) {
       job_uplinks[j] = net.RingUplinkUse(members);
       for (const auto& [d, g] : job_uplinks[j]) running_uplinks[d] += g;
     }
-    pq.push({now + js.remaining_base * s, EvType::kFinish, seq++, j, js.gen});
+    pq.push({js.run_start + js.remaining_base / js.speed, EvType::kFinish, seq++, j, js.gen});
     ++pending_real;
   };
   auto release_uplinks = [&](int j) {
@@ -250,15 +293,19 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
     job_uplinks[j].clear();
   };
-  auto stop_progress = [&](int j) {
+  // `lose`: interrupted (failure, preemption), so the work since its checkpoint is lost; else
+  // paused at a checkpoint (an elastic resize).
+  auto stop_progress = [&](int j, bool lose = true) {
     release_uplinks(j);
     JobState& js = st[j];
-    const double done = (now - js.run_start) / js.stretch;
-    js.remaining_base -= std::max(0.0, done - opt.restart_cost_s);  // lost since checkpoint
+    const double done = std::max(0.0, now - js.run_start) * js.speed;
+    const double lost = lose ? std::min(done, opt.restart_cost_s) : 0;
+    js.remaining_base -= done - lost;
+    lost_gpu_s += lost * res.jobs[j].gpus;
     js.running = false;
     ++js.gen;
-    busy -= res.jobs[j].gpus;
-    good -= res.jobs[j].gpus / js.stretch;
+    busy -= js.gpus_now;
+    good -= js.gpus_now / js.stretch;
   };
 
   while (!pq.empty()) {
@@ -270,6 +317,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       busy_gpu_s += busy * in_window;
       good_gpu_s += good * in_window;
       held_gpu_s += static_cast<double>(policy.HeldIdleGpus()) * dt;
+      spare_gpu_s += static_cast<double>(policy.SpareIdleGpus()) * dt;
     }
     last = now;
     while (!pq.empty() && pq.top().t == now) {
@@ -285,8 +333,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
           policy.Finish(e.a);
           release_uplinks(e.a);
           st[e.a].running = false;
-          busy -= res.jobs[e.a].gpus;
-          good -= res.jobs[e.a].gpus / st[e.a].stretch;
+          busy -= st[e.a].gpus_now;
+          good -= st[e.a].gpus_now / st[e.a].stretch;
           res.jobs[e.a].end = now;
           break;
         case EvType::kNodeDown: {
@@ -294,12 +342,13 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
           HealthResult hr = policy.SetNodeDown(e.a, true, e.b != 0, now);
           for (int j : hr.killed) {
             stop_progress(j);
+            st[j].failed_at = now;
             ++res.jobs[j].restarts;
             policy.Enqueue(j, now);
           }
           for (auto& [j, members] : hr.moved) {
             stop_progress(j);
-            busy += res.jobs[j].gpus;
+            st[j].failed_at = now;
             start_job(j, members);
           }
           break;
@@ -315,8 +364,17 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
     for (Started& s : policy.Schedule(now)) {
       res.jobs[s.job].start = now;
-      busy += res.jobs[s.job].gpus;
       start_job(s.job, s.members);
+    }
+    for (int j : policy.TakePreempted()) {
+      stop_progress(j);
+      ++res.jobs[j].preemptions;
+      policy.Enqueue(j, now);
+    }
+    for (Started& g : policy.TakeGrown()) {
+      stop_progress(g.job, /*lose=*/false);
+      ++res.jobs[g.job].growths;
+      start_job(g.job, g.members, opt.elastic_resize_s);
     }
     const Cluster& c = policy.cluster();
     if (now <= window) {
@@ -357,6 +415,21 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   s.partial_gpu_hours = held_gpu_s / 3600.0;
   s.frag_gpus = frag_time > 0 ? frag_gpu_s / frag_time : 0;
   s.frag_share = frag_time > 0 ? frag_share_s / frag_time : 0;
+  for (const JobState& js : st) {
+    if (js.failed_at >= 0) recoveries.push_back(now - js.failed_at);  // never ran again
+  }
+  for (const JobResult& r : res.jobs) {
+    s.preemptions += r.preemptions;
+    s.growths += r.growths;
+  }
+  s.recoveries = static_cast<int>(recoveries.size());
+  for (double r : recoveries) {
+    s.mean_recovery += r / recoveries.size();
+    s.max_recovery = std::max(s.max_recovery, r);
+  }
+  s.p95_recovery = Percentile(recoveries, 0.95);
+  s.lost_gpu_hours = lost_gpu_s / 3600.0;
+  s.spare_idle_gpu_hours = spare_gpu_s / 3600.0;
   return res;
 }
 

@@ -46,6 +46,17 @@ struct SimOptions {
   bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
+  // `topogang` only, issue #13 (see PolicyContext). The policy name may also switch them on:
+  // "topogang+preempt", "topogang+elastic", "topogang+spares" and combinations
+  // (sim/policy_features.h), so one run can compare them side by side.
+  bool preemption = false;
+  bool elastic = false;
+  bool spares = false;
+  int spares_per_domain = 1;  // with `spares`
+  std::string spare_tier;     // "" = the tier right above the nodes
+  // Seconds an elastic job makes no progress after it grows (its launcher re-forms the group
+  // from a checkpoint taken for the resize, so no work is lost).
+  double elastic_resize_s = 60;
 };
 
 // The gangs the policies see for the trace's jobs (name, shape, tiers, GPU model, priority, and

@@ -21,6 +21,10 @@ struct JobResult {
   double ideal_bandwidth = 0;
   double stretch = 1;          // of the final placement
   int restarts = 0;            // killed by failures and requeued
+  int preemptions = 0;         // evicted for a higher-priority gang and requeued
+  int growths = 0;             // elastic: times it grew
+  int first_members = 0;       // members it first started with (elastic: its minimum)
+  int peak_members = 0;        // most members it ever ran with
   bool unschedulable = false;  // larger than the cluster (or its required tier) even when empty
 };
 
@@ -45,6 +49,15 @@ struct Summary {
   int never_started_256 = 0;
   double makespan = 0;
   int restarts = 0;
+  int preemptions = 0;
+  int growths = 0;
+  // Failures: a running job hit by a node failure is "recovering" until it runs again on a full
+  // set of members (0 when repaired in place at once; a job still waiting at the end counts
+  // until then). Lost work: GPU-time since the last checkpoint, at ideal speed.
+  int recoveries = 0;
+  double mean_recovery = 0, p95_recovery = 0, max_recovery = 0;
+  double lost_gpu_hours = 0;
+  double spare_idle_gpu_hours = 0;  // GPU-time of hot spares left idle, over the whole run
 };
 
 struct PolicyResult {

@@ -59,6 +59,16 @@ struct PolicyContext {
   // bandwidth and the repair keeps that; otherwise it is requeued and re-planned whole (a
   // restart from checkpoint either way). true: repair whenever the repair keeps the bandwidth.
   bool repair_in_place_always = false;
+  // `topogang` only, the policies of issue #13 (off by default; docs/placement-quality.md):
+  // a waiting gang may evict whole gangs of lower priority (scheduler/preemption.h);
+  bool preemption = false;
+  // gangs with a trace `min_members` start at it and grow inside their start domain
+  // (scheduler/elastic.h);
+  bool elastic = false;
+  // hot spares: spares_per_domain idle nodes per domain of spare_tier ("" = the tier above
+  // the nodes) replace a failed member at once (scheduler/spares.h).
+  int spares_per_domain = 0;
+  std::string spare_tier;
 };
 
 struct Started {
@@ -90,6 +100,13 @@ class Policy {
   virtual double NextWakeup() const { return kNever; }
   // GPUs held by gangs that are not running yet (only `default` ever has any).
   virtual long HeldIdleGpus() const { return 0; }
+  // Running jobs the last Schedule evicted for a higher-priority gang: whole gangs, already
+  // released. The engine stops them (work since the checkpoint is lost) and requeues them.
+  virtual std::vector<int> TakePreempted() { return {}; }
+  // Running elastic jobs the last Schedule grew, each with its whole new member list.
+  virtual std::vector<Started> TakeGrown() { return {}; }
+  // Free GPUs on hot spare nodes (kept idle for failures).
+  virtual long SpareIdleGpus() const { return 0; }
 };
 
 std::vector<std::string> PolicyNames();

@@ -12,11 +12,30 @@
 // GPUs the queue holds for a starved gang (kHeld records) are reported as idle-held GPU-time.
 // Members run in rank order (scheduler/rank_order.h): the planner returns them so, and a repaired
 // gang is re-ranked when it restarts, so the network model prices the ring a launcher would build.
+//
+// The policies of issue #13, each off unless PolicyContext asks for it, each the core's own code:
+//  - preemption: after the queue's pass, a waiting gang above the lowest running priority asks
+//    PlanPreemption for whole lower-priority victims; ApplyPreemption evicts them and places it.
+//  - elastic gangs: a gang with a trace min_members is queued at its minimum; once the queue
+//    reserves it, ElasticGangs::Start places it again in the domain with the most room to grow,
+//    and after every pass GrowthOffer/Grow add what is free inside that domain (after the queue,
+//    so growth takes only what no waiting gang could use now; a gang never shrinks).
+//  - hot spares: a SparePool's nodes are masked from everything but failures; a failed member
+//    goes to ProposeSpareReplacement (a spare in its own domain first), under the same rule as
+//    an ordinary repair. A domain that used its spare gets a new one from its next idle node.
+#include <algorithm>
+#include <limits>
 #include <map>
+#include <optional>
+#include <set>
+#include <utility>
 
+#include "scheduler/elastic.h"
 #include "scheduler/gang_scheduler.h"
+#include "scheduler/preemption.h"
 #include "scheduler/queue_policy.h"
 #include "scheduler/rank_order.h"
+#include "scheduler/spares.h"
 #include "sim/comm_model.h"
 #include "sim/policies.h"
 
@@ -35,6 +54,12 @@ class TopogangPolicy : public Policy {
       ideal_.push_back(IdealBandwidthGbps(c, g.members, g.gpus_per_member));
     }
     first_enqueued_.assign(ctx_.jobs->size(), -1);
+    if (ctx_.spares_per_domain > 0) {
+      spare_opts_.tier = ctx_.spare_tier;
+      spare_opts_.per_domain = ctx_.spares_per_domain;
+      RebuildSpares();  // the engine checked the tier
+      spare_target_ = pool_ ? pool_->nodes().size() : 0;
+    }
   }
   std::string name() const override { return "topogang"; }
 
@@ -64,7 +89,7 @@ class TopogangPolicy : public Policy {
   void Enqueue(int j, double now) override {
     // A gang requeued after a failure keeps its place in line.
     if (first_enqueued_[j] < 0) first_enqueued_[j] = now;
-    (void)queue_.Enqueue(job(j).gang, At(first_enqueued_[j]));
+    (void)queue_.Enqueue(QueuedSpec(j), At(first_enqueued_[j]));
     dirty_ = true;
   }
 
@@ -72,33 +97,65 @@ class TopogangPolicy : public Policy {
     std::vector<Started> out;
     if (!dirty_ && now < wake_) return out;
     dirty_ = false;
-    for (const std::string& name : queue_.Schedule(sched_, At(now))) {
-      const int j = by_name_.at(name);
-      const GangRecord* rec = sched_.Find(name);
-      (void)sched_.Commit(name);
-      out.push_back(Started{j, rec->placement.members});
+    if (pool_ && spares_stale_) RebuildSpares();
+    {
+      // Spares take no ordinary work: hidden from the queue, preemption and growth alike.
+      std::optional<SpareMask> mask;
+      if (pool_) mask.emplace(sched_, *pool_);
+      for (const std::string& name : queue_.Schedule(sched_, At(now))) {
+        const int j = by_name_.at(name);
+        out.push_back(Started{j, CommitStart(j, now)});
+      }
+      if (ctx_.preemption) Preempt(now, &out);
+      if (ctx_.elastic) GrowAll();
     }
     // The next time a waiting gang's patience runs out or a large gang turns "starved".
     const absl::Time next = queue_.NextDeadline(At(now));
     wake_ =
         next == absl::InfiniteFuture() ? kNever : absl::ToDoubleSeconds(next - absl::UnixEpoch());
+    if (!preempted_.empty()) wake_ = now;  // the victims are requeued: try them again now
     return out;
+  }
+
+  std::vector<int> TakePreempted() override { return std::exchange(preempted_, {}); }
+  std::vector<Started> TakeGrown() override { return std::exchange(grown_, {}); }
+
+  long SpareIdleGpus() const override {
+    long idle = 0;
+    if (pool_) {
+      for (int n : pool_->nodes()) idle += sched_.cluster().NodeFreeHealthy(n);
+    }
+    return idle;
   }
 
   void Finish(int j) override {
     (void)sched_.Release(job(j).gang.name);
+    elastic_.Forget(job(j).gang.name);
+    growing_.erase(j);
     dirty_ = true;
+    spares_stale_ = spares_stale_ || SparesShort();
   }
 
   HealthResult SetNodeDown(int node, bool down, bool fail, double now) override {
     HealthResult r;
     dirty_ = true;
     std::vector<ReplanEvent> events = sched_.SetNodeCordoned(node, down, At(now));
+    spares_stale_ = spares_stale_ || SparesShort();
     if (!down || !fail) return r;
-    for (const ReplanEvent& e : events) {
+    for (ReplanEvent& e : events) {
       auto it = by_name_.find(e.gang);
       if (it == by_name_.end()) continue;  // a hold: the queue rebuilds it
       const int j = it->second;
+      if (pool_ && (e.kind == ReplanEvent::Kind::kReplacementProposed ||
+                    e.kind == ReplanEvent::Kind::kReplacementImpossible)) {
+        // The scheduler's own proposal saw the spares as ordinary nodes (of any domain): ask
+        // the spare pool instead.
+        auto spare = ProposeSpareReplacement(sched_, *pool_, e.gang, e.lost_members);
+        e.kind = spare.ok() ? ReplanEvent::Kind::kReplacementProposed
+                            : ReplanEvent::Kind::kReplacementImpossible;
+        if (spare.ok()) e.replacement = *std::move(spare);
+        spares_stale_ = true;
+      }
       if (e.kind == ReplanEvent::Kind::kReplacementProposed && KeepsBandwidth(e) &&
           (ctx_.repair_in_place_always ||
            sched_.Find(e.gang)->placement.bandwidth_gbps >= ideal_[j]) &&
@@ -113,6 +170,8 @@ class TopogangPolicy : public Policy {
       if (e.kind == ReplanEvent::Kind::kReplacementProposed ||
           e.kind == ReplanEvent::Kind::kReplacementImpossible) {
         (void)sched_.Release(e.gang);
+        elastic_.Forget(e.gang);
+        growing_.erase(j);
         r.killed.push_back(j);
       }
     }
@@ -134,6 +193,106 @@ class TopogangPolicy : public Policy {
 
  private:
   const SimJob& job(int j) const { return (*ctx_.jobs)[j]; }
+  bool IsElastic(int j) const { return ctx_.elastic && job(j).trace->elastic(); }
+
+  // What the queue sees: an elastic gang waits for its minimum only.
+  GangSpec QueuedSpec(int j) const {
+    GangSpec g = job(j).gang;
+    if (IsElastic(j)) g.members = job(j).trace->min_members;
+    return g;
+  }
+
+  // Commits the gang the queue (or a preemption) just reserved, and returns its members. An
+  // elastic gang is placed again by ElasticGangs::Start: same size, but in the domain with the
+  // most room to grow (the queue's best fit would pick the tightest).
+  std::vector<MemberPlacement> CommitStart(int j, double now) {
+    const std::string& name = job(j).gang.name;
+    if (IsElastic(j)) {
+      const GangRecord saved = *sched_.Find(name);
+      (void)sched_.Release(name);
+      auto rec = elastic_.Start(sched_, job(j).gang, job(j).trace->min_members, job(j).gang.members,
+                                At(now));
+      if (rec.ok()) {
+        growing_.insert(j);
+      } else {  // cannot happen (its minimum fitted a moment ago); keep the queue's choice
+        (void)sched_.Adopt(saved.spec, saved.placement, GangState::kReserved, At(now));
+      }
+    }
+    (void)sched_.Commit(name);
+    return sched_.Find(name)->placement.members;
+  }
+
+  // Waiting gangs above the lowest priority holding GPUs, in queue order, evict whole gangs of
+  // lower priority when PlanPreemption finds a set that makes room (never for a gang that would
+  // still not fit; never a gang that already fits: the queue decides those).
+  void Preempt(double now, std::vector<Started>* out) {
+    std::vector<GangSpec> waiting;
+    for (const GangQueue::Entry& e : queue_.waiting()) waiting.push_back(e.spec);
+    int lowest = std::numeric_limits<int>::max();  // of the gangs that could be victims
+    for (const auto& [name, rec] : sched_.gangs()) {
+      if (rec.state != GangState::kHeld) lowest = std::min(lowest, rec.spec.priority);
+    }
+    for (const GangSpec& spec : waiting) {
+      if (spec.priority <= lowest) continue;
+      auto plan = PlanPreemption(sched_, spec);
+      if (!plan.ok() || plan->victims.empty()) continue;
+      const GangQueue::Entry* entry = nullptr;
+      for (const GangQueue::Entry& e : queue_.waiting()) {
+        if (e.spec.name == spec.name) entry = &e;
+      }
+      const absl::Time enqueued = entry->enqueued;
+      (void)queue_.Remove(sched_, spec.name);  // frees its hold, if any: only more room
+      if (!ApplyPreemption(sched_, spec, *plan, At(now)).ok()) {
+        (void)queue_.Enqueue(spec, enqueued);
+        continue;
+      }
+      for (const std::string& v : plan->victims) {
+        const int vj = by_name_.at(v);
+        elastic_.Forget(v);
+        growing_.erase(vj);
+        preempted_.push_back(vj);
+      }
+      const int j = by_name_.at(spec.name);
+      out->push_back(Started{j, CommitStart(j, now)});
+    }
+  }
+
+  // Offers every running elastic gang below its maximum the free room in its start domain.
+  void GrowAll() {
+    for (int j : growing_) {
+      const std::string& name = job(j).gang.name;
+      auto offer = elastic_.GrowthOffer(sched_, name);
+      if (!offer.ok() || offer->members.empty()) continue;
+      if (!elastic_.Grow(sched_, name, offer->members).ok()) continue;
+      std::vector<MemberPlacement> members = sched_.Find(name)->placement.members;
+      SortByRank(&members);  // the launcher re-forms the ring over all members
+      grown_.push_back(Started{j, std::move(members)});
+    }
+  }
+
+  // Spares are re-picked when a domain has fewer than it should (a spare took a failed member's
+  // place, or a spare went down): the domain's next idle healthy node becomes its spare.
+  void RebuildSpares() {
+    SpareOptions o = spare_opts_;
+    if (pool_) {
+      for (int n : pool_->nodes()) {
+        if (sched_.cluster().NodeFreeHealthy(n) == sched_.cluster().node(n).gpus) {
+          o.marked_nodes.push_back(sched_.cluster().node(n).name);
+        }
+      }
+    }
+    auto built = SparePool::Build(sched_.cluster(), o);
+    if (built.ok()) pool_ = *std::move(built);
+    spares_stale_ = false;
+  }
+  bool SparesShort() const {
+    if (!pool_) return false;
+    if (pool_->nodes().size() < spare_target_) return true;
+    for (int n : pool_->nodes()) {
+      if (sched_.cluster().NodeFreeHealthy(n) != sched_.cluster().node(n).gpus) return true;
+    }
+    return false;
+  }
 
   // Whether the proposed replacement leaves the gang as well connected as it was. A repair that
   // would drag it across a slower tier for the rest of its run is worse than a restart.
@@ -155,6 +314,14 @@ class TopogangPolicy : public Policy {
   std::vector<double> ideal_, first_enqueued_;
   bool dirty_ = false;
   double wake_ = kNever;
+  ElasticGangs elastic_;
+  std::set<int> growing_;  // running elastic gangs (ordered: growth is deterministic)
+  std::vector<int> preempted_;
+  std::vector<Started> grown_;
+  SpareOptions spare_opts_;
+  std::optional<SparePool> pool_;
+  size_t spare_target_ = 0;
+  bool spares_stale_ = false;
 };
 
 }  // namespace

@@ -23,7 +23,7 @@ const std::vector<std::string>& KnownColumns() {
   static const auto* cols = new std::vector<std::string>{
       "id",         "arrival_s",     "members",       "gpus_per_member",
       "duration_s", "comm_fraction", "required_tier", "preferred_tier",
-      "sku",        "estimate_s",    "priority"};
+      "sku",        "estimate_s",    "priority",      "min_members"};
   return *cols;
 }
 
@@ -193,6 +193,11 @@ absl::StatusOr<Trace> ParseTraceCsv(absl::string_view text, absl::string_view so
       if (!p.ok()) return p.status();
       j.priority = *p;
     }
+    if (col.count("min_members") && !f[col["min_members"]].empty()) {
+      auto m = ParseInt(f[col["min_members"]], "min_members", 1, j.members, err);
+      if (!m.ok()) return m.status();
+      j.min_members = *m;
+    }
     trace.jobs.push_back(std::move(j));
   }
   if (col.empty()) {
@@ -212,7 +217,8 @@ std::string WriteTraceCsv(const Trace& trace) {
                     j.gpus_per_member, ",", FormatNumber(j.duration_s), ",",
                     FormatNumber(j.comm_fraction), ",", j.required_tier, ",", j.preferred_tier, ",",
                     j.sku, ",", j.estimate_s > 0 ? FormatNumber(j.estimate_s) : "", ",",
-                    j.priority != 0 ? absl::StrCat(j.priority) : "", "\n");
+                    j.priority != 0 ? absl::StrCat(j.priority) : "", ",",
+                    j.min_members > 0 ? absl::StrCat(j.min_members) : "", "\n");
   }
   for (const NodeEvent& e : trace.events) {
     absl::StrAppend(&out, e.kind == NodeEvent::Kind::kFail ? "@fail," : "@drain,",

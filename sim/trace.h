@@ -25,9 +25,13 @@ struct TraceJob {
   std::string sku;        // GPU model all members must share; "" = any one model
   double estimate_s = 0;  // the user's run-time estimate (time limit); 0 = none given
   int priority = 0;       // pod priority (higher first)
-  int line = 0;           // source line, for error messages
+  // Elastic gangs: the fewest members the job can start with; `members` is then its maximum.
+  // 0 = rigid (exactly `members`). Only policies told to run elastic gangs read it.
+  int min_members = 0;
+  int line = 0;  // source line, for error messages
 
   long total_gpus() const { return static_cast<long>(members) * gpus_per_member; }
+  bool elastic() const { return min_members > 0 && min_members < members; }
 };
 
 // A node goes down at time_s (kFail: running work on it is lost; kDrain: cordoned, running work

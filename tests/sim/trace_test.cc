@@ -107,6 +107,37 @@ TEST(TraceCsv, ModelEstimateAndPriorityColumns) {
   }
 }
 
+TEST(TraceCsv, MinMembersColumnForElasticGangs) {
+  auto t = ParseTraceCsv(
+      "id,arrival_s,members,gpus_per_member,duration_s,min_members\n"
+      "a,0,8,8,3600,2\n"
+      "b,1,4,8,60,\n"
+      "c,2,4,8,60,4\n",
+      "e.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->jobs[0].min_members, 2);
+  EXPECT_TRUE(t->jobs[0].elastic());
+  EXPECT_EQ(t->jobs[1].min_members, 0) << "empty: rigid";
+  EXPECT_FALSE(t->jobs[1].elastic());
+  EXPECT_FALSE(t->jobs[2].elastic()) << "min = max: rigid";
+  auto back = ParseTraceCsv(WriteTraceCsv(*t), "rt");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(WriteTraceCsv(*back), WriteTraceCsv(*t));
+  EXPECT_EQ(back->jobs[0].min_members, 2);
+  EXPECT_EQ(back->jobs[1].min_members, 0);
+  for (const auto& [body, want] : std::vector<std::pair<std::string, std::string>>{
+           {"a,0,4,8,60,5\n", "e.csv:2: min_members: 5 out of range [1, 4]"},
+           {"a,0,4,8,60,0\n", "e.csv:2: min_members: 0 out of range [1, 4]"},
+           {"a,0,4,8,60,x\n", "e.csv:2: min_members: expected an integer"},
+       }) {
+    auto r = ParseTraceCsv(
+        absl::StrCat("id,arrival_s,members,gpus_per_member,duration_s,min_members\n", body),
+        "e.csv");
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(want)) << body;
+  }
+}
+
 struct BadCase {
   std::string body;
   std::string want;

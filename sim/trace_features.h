@@ -1,0 +1,29 @@
+// Inputs for the policies of issue #13 added to a generated trace: some large gangs made
+// high-priority (for preemption), some multi-member gangs made elastic (for elastic gangs). Kept
+// apart from the generator, on their own random stream, so a seed still gives the same jobs,
+// sizes, arrivals and failures with or without them (docs/traces.md).
+#pragma once
+
+#include <cstdint>
+
+#include "sim/trace.h"
+
+namespace topogang::sim {
+
+struct TraceFeatureOptions {
+  uint64_t seed = 1;
+  // Share of the jobs of at least high_priority_min_gpus GPUs given priority `high_priority`
+  // (the rest keep theirs): urgent large runs arriving into a busy cluster.
+  double high_priority_share = 0;
+  long high_priority_min_gpus = 64;
+  int high_priority = 100;
+  // Share of the multi-member jobs made elastic: min_members = ceil(members x
+  // elastic_min_fraction), members stays the maximum.
+  double elastic_share = 0;
+  double elastic_min_fraction = 0.5;
+};
+
+// Deterministic in (trace, options). Shares outside [0, 1] are clamped.
+void AddTraceFeatures(const TraceFeatureOptions& options, Trace* trace);
+
+}  // namespace topogang::sim
