@@ -1,11 +1,17 @@
 #include "scheduler/gang_scheduler.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/replacement.h"
 
 namespace topogang {
+
+uint64_t GangScheduler::NextVersion() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 const char* GangStateName(GangState s) {
   switch (s) {
@@ -52,6 +58,7 @@ absl::StatusOr<const GangRecord*> GangScheduler::Reserve(const GangSpec& gang, a
 
 absl::Status GangScheduler::Adopt(const GangSpec& gang, Placement placement, GangState state,
                                   absl::Time now, bool require_healthy) {
+  Changed();
   if (gangs_.count(gang.name)) {
     return absl::AlreadyExistsError(absl::StrCat("gang '", gang.name, "' already holds GPUs"));
   }
@@ -68,6 +75,7 @@ absl::Status GangScheduler::Adopt(const GangSpec& gang, Placement placement, Gan
 
 absl::Status GangScheduler::AdoptMember(absl::string_view name, int member,
                                         MemberPlacement placement, bool require_healthy) {
+  Changed();
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
   Placement& p = it->second.placement;
@@ -96,6 +104,7 @@ absl::Status GangScheduler::AdoptMember(absl::string_view name, int member,
 }
 
 absl::Status GangScheduler::ReleaseMember(absl::string_view name, int member) {
+  Changed();
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
   Placement& p = it->second.placement;
@@ -115,6 +124,7 @@ absl::Status GangScheduler::ReleaseMember(absl::string_view name, int member) {
 }
 
 absl::Status GangScheduler::Commit(absl::string_view name) {
+  Changed();
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
   it->second.state = GangState::kRunning;
@@ -122,6 +132,7 @@ absl::Status GangScheduler::Commit(absl::string_view name) {
 }
 
 absl::Status GangScheduler::Release(absl::string_view name) {
+  Changed();
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
   if (absl::Status s = cluster_.Release(it->second.placement.Gpus()); !s.ok()) {
@@ -147,11 +158,13 @@ std::vector<int> GangScheduler::MaskNodes(const std::vector<int>& nodes) {
     cluster_.SetNodeCordoned(n, true);
     masked.push_back(n);
   }
+  if (!masked.empty()) HealthChanged();
   return masked;
 }
 
 void GangScheduler::UnmaskNodes(const std::vector<int>& masked) {
   for (int n : masked) cluster_.SetNodeCordoned(n, false);
+  if (!masked.empty()) HealthChanged();
 }
 
 std::vector<std::string> GangScheduler::ExpireReservations(absl::Time now) {
@@ -178,11 +191,13 @@ const GangRecord* GangScheduler::Find(absl::string_view name) const {
 }
 
 std::vector<ReplanEvent> GangScheduler::SetNodeCordoned(int node, bool cordoned, absl::Time now) {
+  HealthChanged();
   cluster_.SetNodeCordoned(node, cordoned);
   return cordoned ? ReactToHealthLoss(now) : std::vector<ReplanEvent>{};
 }
 
 std::vector<ReplanEvent> GangScheduler::SetGpuFaulty(int gpu, bool faulty, absl::Time now) {
+  HealthChanged();
   cluster_.SetGpuFaulty(gpu, faulty);
   return faulty ? ReactToHealthLoss(now) : std::vector<ReplanEvent>{};
 }
@@ -252,6 +267,7 @@ std::vector<ReplanEvent> GangScheduler::ReactToHealthLoss(absl::Time now) {
 
 absl::Status GangScheduler::ApplyReplacement(absl::string_view name, const std::vector<int>& lost,
                                              const std::vector<MemberPlacement>& replacement) {
+  Changed();
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
   GangRecord& rec = it->second;

@@ -108,13 +108,25 @@ class GangScheduler {
   // Cluster counters exact, every held GPU marked used, no GPU held twice.
   absl::Status CheckInvariants() const;
 
+  // Change counters for callers that cache what they derive from the state (the queue's hold
+  // bookkeeping): version() moves on every change to a gang or a GPU, health_version() on every
+  // health or mask change. Values are unique across instances (a process-wide counter), so a
+  // cache kept across a scheduler swap never mistakes the new one for the old.
+  uint64_t version() const { return version_; }
+  uint64_t health_version() const { return health_version_; }
+
  private:
+  static uint64_t NextVersion();
+  void Changed() { version_ = NextVersion(); }
+  void HealthChanged() { version_ = health_version_ = NextVersion(); }
   std::vector<ReplanEvent> ReactToHealthLoss(absl::Time now);
 
   Cluster cluster_;
   SchedulerOptions options_;
   std::map<std::string, GangRecord, std::less<>> gangs_;
   uint64_t drops_ = 0;
+  uint64_t version_ = NextVersion();
+  uint64_t health_version_ = version_;
   // Reservation deadlines, earliest first: expiry costs O(expired), not O(gangs), per sweep.
   using Deadline = std::pair<absl::Time, std::string>;
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> expiry_;

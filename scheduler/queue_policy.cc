@@ -11,20 +11,6 @@
 namespace topogang {
 namespace {
 
-// Members of `g` GPUs each the domain could hold once everything on its healthy nodes of `sku`
-// finished: whether holding GPUs there can ever work.
-int PotentialMembers(const Cluster& c, int domain, int sku, int g) {
-  const Domain& d = c.domain(domain);
-  int total = 0;
-  for (int n = d.node_begin; n < d.node_end; ++n) {
-    if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
-    int healthy = 0;
-    for (int i = 0; i < c.node(n).gpus; ++i) healthy += !c.GpuFaulty(c.node(n).gpu_begin + i);
-    total += healthy / g;
-  }
-  return total;
-}
-
 // The span bandwidth of the narrowest tier whose largest domain holds the gang: the best any
 // placement of its shape gets on this cluster (Cluster::SpanBandwidthGbps).
 double BestBandwidth(const Cluster& c, const GangSpec& g) {
@@ -93,7 +79,7 @@ int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) 
     if (c.MaxDomainGpus(level) < gang.total_gpus()) continue;
     int best = -1, best_cap = -1, best_free = -1;
     for (int d = c.LevelBegin(level); d < c.LevelEnd(level); ++d) {
-      if (PotentialMembers(c, d, sku, gang.gpus_per_member) < gang.members) continue;
+      if (PotentialMembers(sched, d, sku, gang.gpus_per_member) < gang.members) continue;
       int cap = c.MemberCapacity(d, sku, gang.gpus_per_member);
       int free = c.FreeHealthy(d, sku);
       if (cap > best_cap || (cap == best_cap && free > best_free)) {
@@ -136,46 +122,92 @@ absl::Time EstimatedEnd(const GangRecord& rec, absl::Time now) {
 
 }  // namespace
 
+int GangQueue::PotentialMembers(const GangScheduler& sched, int domain, int sku, int g) const {
+  if (potential_version_ != sched.health_version()) {
+    potential_.clear();
+    potential_version_ = sched.health_version();
+  }
+  auto [it, inserted] = potential_.try_emplace(ShapeKey{domain, sku, g}, 0);
+  if (!inserted) return it->second;
+  const Cluster& c = sched.cluster();
+  const Domain& d = c.domain(domain);
+  int total = 0;
+  for (int n = d.node_begin; n < d.node_end; ++n) {
+    if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
+    const NodeInfo& info = c.node(n);  // not cordoned: healthy = not faulty
+    total +=
+        static_cast<int>(c.healthy_mask().CountRange(info.gpu_begin, info.gpu_begin + info.gpus)) /
+        g;
+  }
+  it->second = total;
+  return total;
+}
+
+const GangQueue::ClaimOrderNodes& GangQueue::NodesInClaimOrder(const GangScheduler& sched,
+                                                               int domain, int sku, int g,
+                                                               absl::Time now) const {
+  const Cluster& c = sched.cluster();
+  if (table_version_ != sched.version() || table_now_ != now) {
+    claim_order_.clear();
+    table_version_ = sched.version();
+    table_now_ = now;
+    // Per node: gangs running there and when the last of them is estimated to end.
+    gangs_on_.assign(c.num_nodes(), 0);
+    free_at_.assign(c.num_nodes(), now);
+    for (const auto& [name, rec] : sched.gangs()) {
+      const absl::Time end = EstimatedEnd(rec, now);
+      int last = -1;
+      for (const MemberPlacement& m : rec.placement.members) {
+        if (m.node < 0) continue;  // a member released on its own (GangScheduler::ReleaseMember)
+        if (m.node != last) ++gangs_on_[m.node];  // members of one gang on a node are adjacent
+        last = m.node;
+        free_at_[m.node] = std::max(free_at_[m.node], end);
+      }
+    }
+  }
+  auto [it, inserted] = claim_order_.try_emplace(ShapeKey{domain, sku, g});
+  ClaimOrderNodes& out = it->second;
+  if (!inserted) return out;
+  const Domain& d = c.domain(domain);
+  // Claim the nodes closest to being free, enough to hold the gang once they are.
+  struct Keyed {
+    absl::Time at;
+    int gangs, neg_free, node;
+    bool operator<(const Keyed& o) const {
+      return std::tie(at, gangs, neg_free, node) < std::tie(o.at, o.gangs, o.neg_free, o.node);
+    }
+  };
+  std::vector<Keyed> keyed;
+  for (int n = d.node_begin; n < d.node_end; ++n) {
+    if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
+    if (c.node(n).gpus < g) continue;
+    out.free_members += c.NodeFreeHealthy(n) / g;
+    keyed.push_back({options_.claim_order == ClaimOrder::kSoonestFree ? free_at_[n] : now,
+                     options_.claim_order == ClaimOrder::kMostFree ? 0 : gangs_on_[n],
+                     -c.NodeFreeHealthy(n), n});
+  }
+  std::sort(keyed.begin(), keyed.end());
+  out.nodes.reserve(keyed.size());
+  for (const Keyed& k : keyed) out.nodes.push_back(k.node);
+  return out;
+}
+
 bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   const Cluster& c = sched.cluster();
   const GangSpec& g = e.spec;
   int sku = g.sku.empty() ? kAnySku : c.FindSku(g.sku);
-  if (e.hold_domain < 0 || PotentialMembers(c, e.hold_domain, sku, g.gpus_per_member) < g.members) {
+  if (e.hold_domain < 0 ||
+      PotentialMembers(sched, e.hold_domain, sku, g.gpus_per_member) < g.members) {
     e.hold_domain = PickHoldDomain(sched, g);
   }
   if (e.hold_domain < 0) {
     e.claim.clear();
     return false;  // can never fit (too big, or drained): nothing worth holding
   }
-  const Domain& d = c.domain(e.hold_domain);
-  std::vector<int> nodes;
-  int free_members = 0;
-  for (int n = d.node_begin; n < d.node_end; ++n) {
-    if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
-    if (c.node(n).gpus < g.gpus_per_member) continue;
-    nodes.push_back(n);
-    free_members += c.NodeFreeHealthy(n) / g.gpus_per_member;
-  }
-  // Per node: gangs running there and when the last of them is estimated to end.
-  std::vector<int> gangs_on(c.num_nodes(), 0);
-  std::vector<absl::Time> free_at(c.num_nodes(), now);
-  for (const auto& [name, rec] : sched.gangs()) {
-    const absl::Time end = EstimatedEnd(rec, now);
-    int last = -1;
-    for (const MemberPlacement& m : rec.placement.members) {
-      if (m.node < 0) continue;  // a member released on its own (GangScheduler::ReleaseMember)
-      if (m.node != last) ++gangs_on[m.node];  // members of one gang on a node are adjacent
-      last = m.node;
-      free_at[m.node] = std::max(free_at[m.node], end);
-    }
-  }
-  // Claim the nodes closest to being free, enough to hold the gang once they are.
-  auto key = [&](int n) {
-    const absl::Time at = options_.claim_order == ClaimOrder::kSoonestFree ? free_at[n] : now;
-    const int gangs = options_.claim_order == ClaimOrder::kMostFree ? 0 : gangs_on[n];
-    return std::make_tuple(at, gangs, -c.NodeFreeHealthy(n), n);
-  };
-  std::sort(nodes.begin(), nodes.end(), [&](int a, int b) { return key(a) < key(b); });
+  const ClaimOrderNodes& order =
+      NodesInClaimOrder(sched, e.hold_domain, sku, g.gpus_per_member, now);
+  const std::vector<int>& nodes = order.nodes;
+  const int free_members = order.free_members;
   const int target =
       std::max(g.members, static_cast<int>(g.members * options_.claim_factor + 0.999));
   e.claim.clear();
@@ -183,7 +215,7 @@ bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   for (int n = 0, members = 0; n < static_cast<int>(nodes.size()) && members < target; ++n) {
     members += c.node(nodes[n]).gpus / g.gpus_per_member;
     e.claim.push_back(nodes[n]);
-    e.ready_at = std::max(e.ready_at, free_at[nodes[n]]);
+    e.ready_at = std::max(e.ready_at, free_at_[nodes[n]]);
   }
   if (!e.holding) {
     if (now < e.hold_retry_at) return false;
@@ -293,16 +325,15 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     const bool may_borrow = options_.backfill_into_holds && !holders.empty() &&
                             e.spec.runtime_estimate > absl::ZeroDuration();
     const bool prunable = !exclude && !had_hold && !may_borrow;
-    const Shape shape{e.spec.gpus_per_member, e.spec.required_tier, e.spec.preferred_tier,
-                      e.spec.sku,                 e.spec.slice.members,  e.spec.slice.tier,
-                      e.spec.allow_mixed_sku};
+    const Shape shape{
+        e.spec.gpus_per_member, e.spec.required_tier, e.spec.preferred_tier, e.spec.sku,
+        e.spec.slice.members,   e.spec.slice.tier,    e.spec.allow_mixed_sku};
     absl::StatusOr<const GangRecord*> r = absl::ResourceExhaustedError("no room");
     auto f = failed.find(shape);
-    const bool known_no_room =
-        prunable &&
-        ((f != failed.end() && e.spec.members >= f->second) ||
-         e.spec.total_gpus() > sched.cluster().FreeHealthy(0)) &&
-        Plannable(sched, e.spec);
+    const bool known_no_room = prunable &&
+                               ((f != failed.end() && e.spec.members >= f->second) ||
+                                e.spec.total_gpus() > sched.cluster().FreeHealthy(0)) &&
+                               Plannable(sched, e.spec);
     if (!known_no_room) {
       const std::vector<int> masked =
           exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};

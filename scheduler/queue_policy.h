@@ -12,7 +12,9 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -153,8 +155,31 @@ class GangQueue {
   bool BackfillBlocks(const GangScheduler& sched, const Entry& e,
                       const std::vector<int>& nodes) const;
 
+  // Members of `g` GPUs the domain could hold once everything on its healthy nodes of `sku`
+  // finished: whether holding GPUs there can ever work. Cached per health version.
+  int PotentialMembers(const GangScheduler& sched, int domain, int sku, int g) const;
+  // The nodes of `domain` that can host a member of `g` GPUs of `sku`, in claim order, with the
+  // members free on them now. Cached while the scheduler's version and `now` stay the same.
+  struct ClaimOrderNodes {
+    std::vector<int> nodes;
+    int free_members = 0;
+  };
+  const ClaimOrderNodes& NodesInClaimOrder(const GangScheduler& sched, int domain, int sku, int g,
+                                           absl::Time now) const;
+
   QueueOptions options_;
   std::vector<Entry> waiting_;
+  // Caches of what GrowHold derives from the scheduler's state. In an overloaded queue every
+  // starved gang is looked at on every pass, mostly against an unchanged cluster; rebuilding
+  // these per gang was most of the simulator's time (docs/placement-quality.md, "Speed").
+  using ShapeKey = std::tuple<int, int, int>;  // (domain, sku, GPUs per member)
+  mutable uint64_t potential_version_ = 0;
+  mutable std::map<ShapeKey, int> potential_;
+  mutable uint64_t table_version_ = 0;
+  mutable absl::Time table_now_ = absl::InfinitePast();
+  mutable std::vector<int> gangs_on_;        // per node: gangs running there
+  mutable std::vector<absl::Time> free_at_;  // per node: when its last gang should end
+  mutable std::map<ShapeKey, ClaimOrderNodes> claim_order_;
 };
 
 }  // namespace topogang

@@ -231,3 +231,44 @@ TEST(GangScheduler, AdoptMemberGrowsAndReleaseMemberShrinksARunningGang) {
 
 }  // namespace
 }  // namespace topogang
+
+namespace topogang {
+namespace {
+
+// The queue caches what it derives from the state on version() / health_version(): every change
+// must move them, and reads and refused requests must not (or the cache would never hit).
+TEST(GangScheduler, VersionsMoveOnEveryChangeOnly) {
+  GangScheduler s(testing::MakeCluster(1, 1, 2, 4, 8));
+  const absl::Time t = absl::UnixEpoch();
+  uint64_t v = s.version(), h = s.health_version();
+  const auto moved = [&](bool health) {
+    const bool ok = s.version() != v && (s.health_version() != h) == health;
+    v = s.version();
+    h = s.health_version();
+    return ok;
+  };
+  ASSERT_TRUE(s.Reserve(Gang("a", 2, 8), t).ok());
+  EXPECT_TRUE(moved(false));
+  EXPECT_FALSE(s.Reserve(Gang("huge", 9, 8), t).ok());  // no room: nothing changed
+  (void)s.Find("a");
+  (void)s.DryRun(Gang("b", 1, 8));
+  EXPECT_EQ(s.version(), v);
+  ASSERT_TRUE(s.Commit("a").ok());
+  EXPECT_TRUE(moved(false));
+  ASSERT_TRUE(s.ReleaseMember("a", 1).ok());
+  EXPECT_TRUE(moved(false));
+  std::vector<int> masked = s.MaskNodes({5});
+  EXPECT_TRUE(moved(true));
+  s.UnmaskNodes(masked);
+  EXPECT_TRUE(moved(true));
+  s.SetGpuFaulty(40, true, t);
+  EXPECT_TRUE(moved(true));
+  ASSERT_TRUE(s.Release("a").ok());
+  EXPECT_TRUE(moved(false));
+  // Another scheduler never starts at a version this one had.
+  GangScheduler other(testing::MakeCluster(1, 1, 2, 4, 8));
+  EXPECT_NE(other.version(), v);
+}
+
+}  // namespace
+}  // namespace topogang
