@@ -86,8 +86,8 @@ Trace generation (docs/traces.md):
   --estimate-share S      share of jobs that carry a run-time estimate (default 0.5)
   --high-priority-share S share of the jobs of >= --high-priority-min-gpus GPUs (default 64)
                           given priority 100 (for topogang+preempt)
-  --elastic-share S       share of the multi-member jobs made elastic, min_members = half
-                          their members (for topogang+elastic)
+  --elastic-share S       share of the jobs of two nodes or more made elastic, min_members =
+                          half their members (for topogang+elastic)
   --write-trace FILE      save the generated trace; without --policy, only that is done
 )";
 
@@ -353,6 +353,7 @@ int RunSimulate(int argc, char** argv) {
     features.high_priority_share = hi_share;
     features.high_priority_min_gpus = static_cast<long>(hi_min);
     features.elastic_share = el_share;
+    features.elastic_min_gpus = 2L * cluster->max_gpus_per_node();
     sim::AddTraceFeatures(features, &trace);
     trace_name = absl::StrCat("generated(", g.jobs, " jobs, ", g.profile, ", seed ", seed, ")");
     double work = 0, big = 0;

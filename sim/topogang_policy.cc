@@ -107,7 +107,7 @@ class TopogangPolicy : public Policy {
         out.push_back(Started{j, CommitStart(j, now)});
       }
       if (ctx_.preemption) Preempt(now, &out);
-      if (ctx_.elastic) GrowAll();
+      if (ctx_.elastic) GrowAll(&out);
     }
     // The next time a waiting gang's patience runs out or a large gang turns "starved".
     const absl::Time next = queue_.NextDeadline(At(now));
@@ -257,8 +257,10 @@ class TopogangPolicy : public Policy {
     }
   }
 
-  // Offers every running elastic gang below its maximum the free room in its start domain.
-  void GrowAll() {
+  // Offers every running elastic gang below its maximum the free room in its start domain. A gang
+  // started in this same pass starts with its new members (its launcher has not formed the group
+  // yet: no resize); the others resize.
+  void GrowAll(std::vector<Started>* started) {
     for (int j : growing_) {
       const std::string& name = job(j).gang.name;
       auto offer = elastic_.GrowthOffer(sched_, name);
@@ -266,7 +268,13 @@ class TopogangPolicy : public Policy {
       if (!elastic_.Grow(sched_, name, offer->members).ok()) continue;
       std::vector<MemberPlacement> members = sched_.Find(name)->placement.members;
       SortByRank(&members);  // the launcher re-forms the ring over all members
-      grown_.push_back(Started{j, std::move(members)});
+      auto it = std::find_if(started->begin(), started->end(),
+                             [&](const Started& s) { return s.job == j; });
+      if (it != started->end()) {
+        it->members = std::move(members);
+      } else {
+        grown_.push_back(Started{j, std::move(members)});
+      }
     }
   }
 

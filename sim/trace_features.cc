@@ -16,7 +16,7 @@ void AddTraceFeatures(const TraceFeatureOptions& o, Trace* trace) {
     // Both draws for every job, so one share does not change which jobs the other picks.
     const double u_hi = rng.Uniform(), u_el = rng.Uniform();
     if (j.total_gpus() >= o.high_priority_min_gpus && u_hi < hi) j.priority = o.high_priority;
-    if (j.members > 1 && u_el < el) {
+    if (j.members > 1 && j.total_gpus() >= o.elastic_min_gpus && u_el < el) {
       const int min = std::max(1, static_cast<int>(std::ceil(j.members * frac)));
       j.min_members = min < j.members ? min : 0;
     }

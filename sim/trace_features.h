@@ -17,9 +17,11 @@ struct TraceFeatureOptions {
   double high_priority_share = 0;
   long high_priority_min_gpus = 64;
   int high_priority = 100;
-  // Share of the multi-member jobs made elastic: min_members = ceil(members x
-  // elastic_min_fraction), members stays the maximum.
+  // Share of the multi-member jobs of at least elastic_min_gpus GPUs made elastic: min_members =
+  // ceil(members x elastic_min_fraction), members stays the maximum. Elastic training is for
+  // multi-node jobs; a gang that fits one node would trade NVLink for room to grow.
   double elastic_share = 0;
+  long elastic_min_gpus = 16;
   double elastic_min_fraction = 0.5;
 };
 

@@ -121,13 +121,16 @@ TEST(Elastic, StartsAtItsMinimumAndGrowsInsideItsLeaf) {
 }
 
 TEST(Elastic, NeverGrowsAcrossItsStartLeaf) {
-  // e (max 4, min 1) alone on an empty cluster starts in one leaf (2 nodes) and grows there
-  // to 2 members at once, never to the other leaf's nodes.
+  // e (max 4, min 1) alone on an empty cluster starts in one leaf (its minimum fits a node,
+  // and it grows at most inside that node's leaf) with the 2 members the leaf has room for,
+  // no resize, and never grows to the other leaf's nodes: 1000 s of work at half speed.
   const Trace t = Parse("e,0,4,8,1000,0,,0,1\n");
   auto r = Simulate(Mini(), t, "topogang+elastic", Exact());
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(Find(*r, "e").first_members, 1);
+  EXPECT_EQ(Find(*r, "e").first_members, 2);
   EXPECT_EQ(Find(*r, "e").peak_members, 2);
+  EXPECT_EQ(Find(*r, "e").growths, 0);
+  EXPECT_DOUBLE_EQ(Find(*r, "e").end, 2000);
   EXPECT_EQ(Find(*r, "e").level, Mini().LevelByName("leaf")) << "one leaf";
 }
 
