@@ -1,3 +1,4 @@
+// Over 500 lines: one command's flag table, parsing and output; the logic lives in sim/.
 #include "cli/simulate.h"
 
 #include <filesystem>
@@ -44,6 +45,8 @@ of its placement (communication model, docs/placement-quality.md).
   --spares N              spare nodes per domain for +spares (default 1)
   --spare-tier T          the tier spares are counted in (default: the one above the nodes)
   --elastic-resize-cost S seconds an elastic job pauses when it grows (default 60)
+  --slow-factor F         how much slower a job with a member on a slow node (@slow) runs
+                          (default 1.5); topogang+avoid-slow keeps gangs of 64+ GPUs off them
   --out DIR               write summary.csv, jobs-<policy>.csv, jct-cdf.svg, occupancy.svg
   --seed N                seed for random failures and tie-breaking (default 1)
   --failure-rate X        random node failures per node per day (default 0)
@@ -88,6 +91,7 @@ Trace generation (docs/traces.md):
                           given priority 100 (for topogang+preempt)
   --elastic-share S       share of the jobs of two nodes or more made elastic, min_members =
                           half their members (for topogang+elastic)
+  --slow-node-share S     share of the nodes made slow for the whole trace (@slow rows)
   --write-trace FILE      save the generated trace; without --policy, only that is done
 )";
 
@@ -167,7 +171,9 @@ int RunSimulate(int argc, char** argv) {
                          "elastic-resize-cost",
                          "high-priority-share",
                          "high-priority-min-gpus",
-                         "elastic-share"},
+                         "elastic-share",
+                         "slow-node-share",
+                         "slow-factor"},
                         {"help", "repair-in-place-always", "uplink-contention"});
   if (!args.ok()) {
     std::cerr << "topogang simulate: " << args.status().message() << "\n\n" << kHelp;
@@ -235,7 +241,7 @@ int RunSimulate(int argc, char** argv) {
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, hi_share,
-      hi_min, el_share;
+      hi_min, el_share, slow_share, slow_factor;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
       !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
@@ -262,7 +268,9 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "elastic-resize-cost", 60, 0, 1e7, &resize_cost) ||
       !ParseDouble(*args, "high-priority-share", 0, 0, 1, &hi_share) ||
       !ParseDouble(*args, "high-priority-min-gpus", 64, 1, 1e7, &hi_min) ||
-      !ParseDouble(*args, "elastic-share", 0, 0, 1, &el_share)) {
+      !ParseDouble(*args, "elastic-share", 0, 0, 1, &el_share) ||
+      !ParseDouble(*args, "slow-node-share", 0, 0, 1, &slow_share) ||
+      !ParseDouble(*args, "slow-factor", 1.5, 1, 100, &slow_factor)) {
     return 2;
   }
   const uint64_t seed = static_cast<uint64_t>(seed_d);
@@ -354,6 +362,10 @@ int RunSimulate(int argc, char** argv) {
     features.high_priority_min_gpus = static_cast<long>(hi_min);
     features.elastic_share = el_share;
     features.elastic_min_gpus = 2L * cluster->max_gpus_per_node();
+    features.slow_node_share = slow_share;
+    for (int n = 0; n < cluster->num_nodes() && slow_share > 0; ++n) {
+      features.node_names.push_back(cluster->node(n).name);
+    }
     sim::AddTraceFeatures(features, &trace);
     trace_name = absl::StrCat("generated(", g.jobs, " jobs, ", g.profile, ", seed ", seed, ")");
     double work = 0, big = 0;
@@ -368,8 +380,9 @@ int RunSimulate(int argc, char** argv) {
         trace.events.size(), work > 0 ? 100 * big / work : 0);
     if (args->Has("write-trace")) {
       std::string flags;  // the options that shape the trace, as given
-      for (const char* k : {"trace-failures", "correlated-failures", "estimate-share",
-                            "high-priority-share", "high-priority-min-gpus", "elastic-share"}) {
+      for (const char* k :
+           {"trace-failures", "correlated-failures", "estimate-share", "high-priority-share",
+            "high-priority-min-gpus", "elastic-share", "slow-node-share"}) {
         if (args->Has(k) && (std::string(k) == "estimate-share" || args->Get(k) != "0")) {
           absl::StrAppend(&flags, " --", k, " ", args->Get(k));
         }
@@ -408,6 +421,7 @@ int RunSimulate(int argc, char** argv) {
   opt.spares_per_domain = static_cast<int>(spares);
   opt.spare_tier = args->Get("spare-tier", "");
   opt.elastic_resize_s = resize_cost;
+  opt.slow_factor = slow_factor;
   opt.queue.starvation_s = q_starve < 0 ? -1 : q_starve * 60;
   opt.queue.hold_min_gpus = static_cast<int>(q_min);
   opt.queue.max_holds = static_cast<int>(q_holds);
@@ -466,8 +480,9 @@ int RunSimulate(int argc, char** argv) {
               << " job(s) can never fit this cluster and were left out\n";
   }
   std::cout << "\n" << sim::JobClassTable(*cluster, results);
-  for (const std::string& t : {sim::PriorityTable(trace, results),
-                               sim::ElasticTable(trace, results), sim::RecoveryTable(results)}) {
+  for (const std::string& t :
+       {sim::PriorityTable(trace, results), sim::ElasticTable(trace, results),
+        sim::RecoveryTable(results), sim::SlowNodeTable(trace, results)}) {
     if (!t.empty()) std::cout << "\n" << t;
   }
 

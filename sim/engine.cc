@@ -16,7 +16,7 @@
 namespace topogang::sim {
 namespace {
 
-enum class EvType { kFinish = 0, kNodeUp = 1, kNodeDown = 2, kArrive = 3, kWake = 4 };
+enum class EvType { kFinish = 0, kNodeUp = 1, kNodeDown = 2, kArrive = 3, kWake = 4, kSlow = 5 };
 
 struct Event {
   double t;
@@ -154,8 +154,14 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   std::vector<JobState> st(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) st[i].remaining_base = jobs[i].trace->duration_s;
 
+  // Slow nodes (@slow events): a synchronous job is paced by its slowest member.
+  std::vector<int> slow_count(cluster.num_nodes(), 0);
+  auto on_slow = [&](const std::vector<MemberPlacement>& members) {
+    return std::any_of(members.begin(), members.end(),
+                       [&](const MemberPlacement& m) { return slow_count[m.node] > 0; });
+  };
   // Placement -> (level, bandwidth, stretch).
-  auto evaluate = [&](int j, const std::vector<MemberPlacement>& members, Placement* p) {
+  auto evaluate_links = [&](int j, const std::vector<MemberPlacement>& members, Placement* p) {
     p->members = members;
     SummarizePlacement(cluster, p);
     if (!network) return Stretch(jobs[j].trace->comm_fraction, ideal[j], p->bandwidth_gbps);
@@ -165,6 +171,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     if (ideal_time[j] <= 0) return 1.0;
     const double f = jobs[j].trace->comm_fraction;
     return std::max(1.0, (1 - f) + f * cost.seconds / ideal_time[j]);
+  };
+  auto evaluate = [&](int j, const std::vector<MemberPlacement>& members, Placement* p) {
+    const double s = evaluate_links(j, members, p);
+    return on_slow(members) ? s * opt.slow_factor : s;
   };
 
   PolicyContext ctx;
@@ -178,6 +188,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   ctx.elastic = opt.elastic;
   ctx.spares_per_domain = opt.spares ? opt.spares_per_domain : 0;
   ctx.spare_tier = opt.spare_tier;
+  ctx.avoid_slow = opt.avoid_slow;
   auto speed_of = [&](int j, const std::vector<MemberPlacement>& members, double stretch) {
     return static_cast<double>(members.size()) / jobs[j].trace->members / stretch;
   };
@@ -219,6 +230,11 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       return absl::InvalidArgumentError(absl::StrCat("line ", e.line, ": no node named '", e.node,
                                                      "' in cluster ", cluster.name()));
     }
+    if (e.kind == NodeEvent::Kind::kSlow) {  // b: 1 = turns slow, 0 = back to speed
+      pq.push({e.time_s, EvType::kSlow, seq++, node, 1});
+      if (e.duration_s > 0) pq.push({e.time_s + e.duration_s, EvType::kSlow, seq++, node, 0});
+      continue;
+    }
     const int fail = e.kind == NodeEvent::Kind::kFail;
     pq.push({e.time_s, EvType::kNodeDown, seq++, node, fail});
     if (e.duration_s > 0) pq.push({e.time_s + e.duration_s, EvType::kNodeUp, seq++, node, 0});
@@ -242,6 +258,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   double good_gpu_s = 0, busy_gpu_s = 0, held_gpu_s = 0, frag_gpu_s = 0, frag_share_s = 0,
          frag_time = 0, spare_gpu_s = 0, lost_gpu_s = 0;
   std::vector<double> recoveries;
+  std::vector<std::vector<MemberPlacement>> run_members(jobs.size());
   double scheduled_wake = kNever;
   int pending_real = 0;  // events other than wakes
   {
@@ -269,6 +286,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     r.stretch = s;
     const int n = static_cast<int>(members.size());
     if (r.first_members == 0) r.first_members = n;
+    run_members[j] = members;
+    r.slowed = r.slowed || on_slow(members);
     r.peak_members = std::max(r.peak_members, n);
     if (js.failed_at >= 0) {
       recoveries.push_back(now - js.failed_at);
@@ -360,6 +379,26 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
         case EvType::kWake:
           scheduled_wake = kNever;
           break;
+        case EvType::kSlow: {
+          const bool was = slow_count[e.a] > 0;
+          slow_count[e.a] = std::max(0, slow_count[e.a] + (e.b ? 1 : -1));
+          if (was == (slow_count[e.a] > 0)) break;
+          policy.SetNodeSlow(e.a, !was, now);
+          // Running jobs on the node change speed from now on (no work lost).
+          for (size_t j = 0; j < jobs.size(); ++j) {
+            if (!st[j].running) continue;
+            const auto& m = run_members[j];
+            if (std::none_of(m.begin(), m.end(),
+                             [&](const MemberPlacement& x) { return x.node == e.a; })) {
+              continue;
+            }
+            const std::vector<MemberPlacement> members = m;
+            const double pause = std::max(0.0, st[j].run_start - now);  // a resize under way
+            stop_progress(static_cast<int>(j), /*lose=*/false);
+            start_job(static_cast<int>(j), members, pause);
+          }
+          break;
+        }
       }
     }
     for (Started& s : policy.Schedule(now)) {

@@ -54,6 +54,12 @@ struct SimOptions {
   bool spares = false;
   int spares_per_domain = 1;  // with `spares`
   std::string spare_tier;     // "" = the tier right above the nodes
+  // A job with a member on a node a trace @slow event marks slow runs this many times slower
+  // (one slow rank paces every step of a synchronous job). `avoid_slow` (or a policy name
+  // "topogang+avoid-slow"): topogang's queue keeps gangs of 64+ GPUs off slow nodes
+  // (scheduler/job_exclusion.h, fed by scheduler/node_slowness.h).
+  double slow_factor = 1.5;
+  bool avoid_slow = false;
   // Seconds an elastic job makes no progress after it grows (its launcher re-forms the group
   // from a checkpoint taken for the resize, so no work is lost).
   double elastic_resize_s = 60;

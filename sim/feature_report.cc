@@ -140,4 +140,39 @@ std::string RecoveryTable(const std::vector<PolicyResult>& results) {
       Render(rows));
 }
 
+std::string SlowNodeTable(const Trace& trace, const std::vector<PolicyResult>& results,
+                          long large_gpus) {
+  int slow = 0;
+  for (const NodeEvent& e : trace.events) slow += e.kind == NodeEvent::Kind::kSlow;
+  if (slow == 0) return "";
+  std::vector<std::vector<std::string>> rows = {
+      {"POLICY", absl::StrCat(large_gpus, "+ GPU GANGS ON SLOW NODES"), "SMALLER ON SLOW NODES",
+       absl::StrCat(large_gpus, "+ JCT mean/p95"), absl::StrCat(large_gpus, "+ STRETCH"),
+       "JCT mean/p95", "GOODPUT"}};
+  for (const PolicyResult& r : results) {
+    int large = 0, small = 0, large_slowed = 0, small_slowed = 0, started = 0;
+    double stretch = 0;
+    for (const JobResult& j : r.jobs) {
+      if (j.unschedulable) continue;
+      const bool is_large = j.gpus >= large_gpus;
+      (is_large ? large : small) += 1;
+      (is_large ? large_slowed : small_slowed) += j.slowed;
+      if (is_large && j.start >= 0) {
+        stretch += j.stretch;
+        ++started;
+      }
+    }
+    const Stats l = StatsOf(r, [&](size_t i) { return trace.jobs[i].total_gpus() >= large_gpus; });
+    rows.push_back({r.policy, absl::StrCat(large_slowed, " of ", large),
+                    absl::StrCat(small_slowed, " of ", small), MeanP95(l.mean_jct, l.p95_jct),
+                    absl::StrFormat("%.3f", started > 0 ? stretch / started : 0),
+                    MeanP95(r.summary.mean_jct, r.summary.p95_jct),
+                    absl::StrFormat("%.1f%%", 100 * r.summary.goodput)});
+  }
+  return absl::StrCat(slow,
+                      " slow nodes (@slow); ON SLOW NODES: jobs that ran with a member on one; "
+                      "STRETCH: mean of the final placement's\n",
+                      Render(rows));
+}
+
 }  // namespace topogang::sim

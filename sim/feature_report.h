@@ -18,5 +18,9 @@ std::string PriorityTable(const Trace& trace, const std::vector<PolicyResult>& r
 std::string ElasticTable(const Trace& trace, const std::vector<PolicyResult>& results);
 // Time from a failure to running again, work lost, and what the spares idled.
 std::string RecoveryTable(const std::vector<PolicyResult>& results);
+// Gangs of `large_gpus`+ GPUs against smaller jobs: how many ran on a slow node (@slow events),
+// and the large gangs' JCT and stretch.
+std::string SlowNodeTable(const Trace& trace, const std::vector<PolicyResult>& results,
+                          long large_gpus = 64);
 
 }  // namespace topogang::sim

@@ -25,6 +25,7 @@ struct JobResult {
   int growths = 0;             // elastic: times it grew
   int first_members = 0;       // members it first started with (elastic: its minimum)
   int peak_members = 0;        // most members it ever ran with
+  bool slowed = false;         // ran with a member on a slow node
   bool unschedulable = false;  // larger than the cluster (or its required tier) even when empty
 };
 

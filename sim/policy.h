@@ -69,6 +69,9 @@ struct PolicyContext {
   // the nodes) replace a failed member at once (scheduler/spares.h).
   int spares_per_domain = 0;
   std::string spare_tier;
+  // slow nodes: gangs of at least slow_gang_gpus GPUs avoid them (scheduler/job_exclusion.h).
+  bool avoid_slow = false;
+  long slow_gang_gpus = 64;
 };
 
 struct Started {
@@ -105,6 +108,8 @@ class Policy {
   virtual std::vector<int> TakePreempted() { return {}; }
   // Running elastic jobs the last Schedule grew, each with its whole new member list.
   virtual std::vector<Started> TakeGrown() { return {}; }
+  // The node turned slow (or back to speed): what NodeSlowness would learn from its agent.
+  virtual void SetNodeSlow(int /*node*/, bool /*slow*/, double /*now*/) {}
   // Free GPUs on hot spare nodes (kept idle for failures).
   virtual long SpareIdleGpus() const { return 0; }
 };

@@ -18,15 +18,18 @@ absl::StatusOr<std::string> ApplyPolicyFeatures(const std::string& name, SimOpti
       opt->elastic = true;
     } else if (f == "spares") {
       opt->spares = true;
+    } else if (f == "avoid-slow") {
+      opt->avoid_slow = true;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("policy '", name, "': unknown feature '", f,
-                                                     "' (known: preempt, elastic, spares)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("policy '", name, "': unknown feature '", f,
+                       "' (known: preempt, elastic, spares, avoid-slow)"));
     }
   }
-  if (base != "topogang" && (opt->preemption || opt->elastic || opt->spares)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("policy '", name,
-                     "': preemption, elastic gangs and spares are simulated for topogang only"));
+  if (base != "topogang" && (opt->preemption || opt->elastic || opt->spares || opt->avoid_slow)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "policy '", name,
+        "': preemption, elastic gangs, spares and avoid-slow are simulated for topogang only"));
   }
   return base;
 }

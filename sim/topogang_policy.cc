@@ -23,6 +23,10 @@
 //  - hot spares: a SparePool's nodes are masked from everything but failures; a failed member
 //    goes to ProposeSpareReplacement (a spare in its own domain first), under the same rule as
 //    an ordinary repair. A domain that used its spare gets a new one from its next idle node.
+//  - slow nodes: a trace @slow event is reported to a NodeSlowness as one slow NCCL self-test
+//    of twice the threshold (its half-life set to a century, so the node stays slow until the
+//    trace says it is not: then Forget), and the queue plans gangs of slow_gang_gpus+ without
+//    the slow nodes (JobExclusion::ForQueue). Growth and preemption do not look at slowness.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -32,6 +36,8 @@
 
 #include "scheduler/elastic.h"
 #include "scheduler/gang_scheduler.h"
+#include "scheduler/job_exclusion.h"
+#include "scheduler/node_slowness.h"
 #include "scheduler/preemption.h"
 #include "scheduler/queue_policy.h"
 #include "scheduler/rank_order.h"
@@ -47,7 +53,11 @@ absl::Time At(double s) { return absl::UnixEpoch() + absl::Seconds(s); }
 class TopogangPolicy : public Policy {
  public:
   TopogangPolicy(const Cluster& c, PolicyContext ctx)
-      : ctx_(std::move(ctx)), sched_(c, SchedulerOptions{}), queue_(Options(ctx_)) {
+      : ctx_(std::move(ctx)),
+        sched_(c, SchedulerOptions{}),
+        queue_(Options(ctx_)),
+        slowness_(Persistent()),
+        exclusion_(slowness_, ExclusionOptions{ctx_.slow_gang_gpus}) {
     for (size_t j = 0; j < ctx_.jobs->size(); ++j) {
       const GangSpec& g = (*ctx_.jobs)[j].gang;
       by_name_[g.name] = j;
@@ -102,7 +112,9 @@ class TopogangPolicy : public Policy {
       // Spares take no ordinary work: hidden from the queue, preemption and growth alike.
       std::optional<SpareMask> mask;
       if (pool_) mask.emplace(sched_, *pool_);
-      for (const std::string& name : queue_.Schedule(sched_, At(now))) {
+      GangQueue::NodeExclusion exclude;
+      if (ctx_.avoid_slow) exclude = exclusion_.ForQueue(At(now));
+      for (const std::string& name : queue_.Schedule(sched_, At(now), exclude)) {
         const int j = by_name_.at(name);
         out.push_back(Started{j, CommitStart(j, now)});
       }
@@ -191,7 +203,22 @@ class TopogangPolicy : public Policy {
     return held;
   }
 
+  void SetNodeSlow(int node, bool slow, double now) override {
+    if (slow) {
+      slowness_.Report(node, SlownessSignal::kSlowNcclTest, At(now),
+                       2 * slowness_.options().threshold);
+    } else {
+      slowness_.Forget(node);
+    }
+    dirty_ = true;
+  }
+
  private:
+  static SlownessOptions Persistent() {
+    SlownessOptions o;
+    o.half_life = absl::Hours(24 * 365 * 100);
+    return o;
+  }
   const SimJob& job(int j) const { return (*ctx_.jobs)[j]; }
   bool IsElastic(int j) const { return ctx_.elastic && job(j).trace->elastic(); }
 
@@ -330,6 +357,8 @@ class TopogangPolicy : public Policy {
   std::optional<SparePool> pool_;
   size_t spare_target_ = 0;
   bool spares_stale_ = false;
+  NodeSlowness slowness_;
+  JobExclusion exclusion_;  // reads slowness_
 };
 
 }  // namespace

@@ -116,8 +116,10 @@ absl::StatusOr<Trace> ParseTraceCsv(absl::string_view text, absl::string_view so
         ev.kind = NodeEvent::Kind::kFail;
       } else if (f[0] == "@drain") {
         ev.kind = NodeEvent::Kind::kDrain;
+      } else if (f[0] == "@slow") {
+        ev.kind = NodeEvent::Kind::kSlow;
       } else {
-        return err(absl::StrCat("unknown event '", f[0], "' (known: @fail, @drain)"));
+        return err(absl::StrCat("unknown event '", f[0], "' (known: @fail, @drain, @slow)"));
       }
       if (f.size() < 3 || f.size() > 4) {
         return err(absl::StrCat(f[0], ": expected ", f[0], ",TIME_S,NODE[,DURATION_S], got ",
@@ -221,7 +223,10 @@ std::string WriteTraceCsv(const Trace& trace) {
                     j.min_members > 0 ? absl::StrCat(j.min_members) : "", "\n");
   }
   for (const NodeEvent& e : trace.events) {
-    absl::StrAppend(&out, e.kind == NodeEvent::Kind::kFail ? "@fail," : "@drain,",
+    absl::StrAppend(&out,
+                    e.kind == NodeEvent::Kind::kFail    ? "@fail,"
+                    : e.kind == NodeEvent::Kind::kDrain ? "@drain,"
+                                                        : "@slow,",
                     FormatNumber(e.time_s), ",", e.node);
     if (e.duration_s > 0) absl::StrAppend(&out, ",", FormatNumber(e.duration_s));
     absl::StrAppend(&out, "\n");

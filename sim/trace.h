@@ -34,10 +34,12 @@ struct TraceJob {
   bool elastic() const { return min_members > 0 && min_members < members; }
 };
 
+// kSlow: the node turns slow at time_s (a job with a member on it runs SimOptions::slow_factor
+// times slower) and is back to speed after duration_s (<= 0: never).
 // A node goes down at time_s (kFail: running work on it is lost; kDrain: cordoned, running work
 // finishes) and comes back after duration_s (<= 0: never).
 struct NodeEvent {
-  enum class Kind { kFail, kDrain };
+  enum class Kind { kFail, kDrain, kSlow };
   Kind kind = Kind::kFail;
   double time_s = 0;
   std::string node;

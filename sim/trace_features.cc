@@ -21,6 +21,18 @@ void AddTraceFeatures(const TraceFeatureOptions& o, Trace* trace) {
       j.min_members = min < j.members ? min : 0;
     }
   }
+  Rng slow(o.seed ^ 0x5100u);
+  const double sl = std::clamp(o.slow_node_share, 0.0, 1.0);
+  std::vector<NodeEvent> events;
+  for (const std::string& node : o.node_names) {
+    if (slow.Uniform() >= sl) continue;
+    NodeEvent e;
+    e.kind = NodeEvent::Kind::kSlow;
+    e.node = node;
+    events.push_back(std::move(e));
+  }
+  // At time 0, before every other event (events stay sorted by time).
+  trace->events.insert(trace->events.begin(), events.begin(), events.end());
 }
 
 }  // namespace topogang::sim

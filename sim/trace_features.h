@@ -1,10 +1,13 @@
 // Inputs for the policies of issue #13 added to a generated trace: some large gangs made
-// high-priority (for preemption), some multi-member gangs made elastic (for elastic gangs). Kept
-// apart from the generator, on their own random stream, so a seed still gives the same jobs,
-// sizes, arrivals and failures with or without them (docs/traces.md).
+// high-priority (for preemption), some multi-member gangs made elastic (for elastic gangs), some
+// nodes made slow (for slow-node avoidance). Kept apart from the generator, on their own random
+// streams, so a seed still gives the same jobs, sizes, arrivals and failures with or without
+// them (docs/traces.md).
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "sim/trace.h"
 
@@ -23,6 +26,10 @@ struct TraceFeatureOptions {
   double elastic_share = 0;
   long elastic_min_gpus = 16;
   double elastic_min_fraction = 0.5;
+  // Share of `node_names` made slow for the whole trace (@slow rows at time 0, no end): nodes
+  // with a degraded link or a throttled GPU that nobody has taken out of service.
+  double slow_node_share = 0;
+  std::vector<std::string> node_names;
 };
 
 // Deterministic in (trace, options). Shares outside [0, 1] are clamped.

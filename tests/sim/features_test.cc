@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "sim/engine.h"
 #include "sim/feature_report.h"
 #include "sim/generator.h"
@@ -207,6 +208,55 @@ TEST(Spares, RecoveryIsImmediateWithSparesAndWaitsForRepairWithout) {
   EXPECT_DOUBLE_EQ(Find(*without, "g").end, 1300);
   EXPECT_DOUBLE_EQ(Find(*without, "x").start, 1);
   EXPECT_THAT(RecoveryTable({*without, *with}), HasSubstr("topogang+spares"));
+}
+
+// 128 GPUs: 2 leaves x 8 nodes x 8 GPUs; node 0 (first leaf) slow from the start.
+Cluster TwoLeavesOfEight() { return testing::MakeCluster(1, 1, 2, 8, 8); }
+
+Trace WithSlowNode(Trace t, const Cluster& c, double at, double duration) {
+  NodeEvent e;
+  e.kind = NodeEvent::Kind::kSlow;
+  e.time_s = at;
+  e.node = c.node(0).name;
+  e.duration_s = duration;
+  t.events.push_back(e);
+  return t;
+}
+
+TEST(SlowNodes, LargeGangsAvoidThemSmallJobsStillUseThem) {
+  // L (64 GPUs, one leaf) arrives first and lands in the first leaf, on the slow node: 1.5x
+  // slower, ends at 1500. Avoiding slow nodes it takes the second leaf and ends at 1000; the
+  // eight 1-node jobs then fill the first leaf, one of them on the slow node.
+  const Cluster c = TwoLeavesOfEight();
+  std::string body = "L,0,8,8,1000,0,leaf,0,\n";
+  for (int i = 0; i < 8; ++i) absl::StrAppend(&body, "s", i, ",1,1,8,100,0,,0,\n");
+  const Trace t = WithSlowNode(Parse(body), c, 0, 0);
+  auto plain = Simulate(c, t, "topogang", Exact());
+  auto avoid = Simulate(c, t, "topogang+avoid-slow", Exact());
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  ASSERT_TRUE(avoid.ok()) << avoid.status();
+  auto small_slowed = [](const PolicyResult& r) {
+    int n = 0;
+    for (const JobResult& j : r.jobs) n += j.id != "L" && j.slowed;
+    return n;
+  };
+  EXPECT_TRUE(Find(*plain, "L").slowed);
+  EXPECT_DOUBLE_EQ(Find(*plain, "L").end, 1500);
+  EXPECT_EQ(small_slowed(*plain), 0);
+  EXPECT_FALSE(Find(*avoid, "L").slowed);
+  EXPECT_DOUBLE_EQ(Find(*avoid, "L").end, 1000);
+  EXPECT_EQ(small_slowed(*avoid), 1);
+  EXPECT_THAT(SlowNodeTable(t, {*plain, *avoid}), HasSubstr("1 of 1"));
+}
+
+TEST(SlowNodes, ARunningJobSlowsWhileItsNodeIsSlow) {
+  // L runs from 0 on the first leaf; its node 0 is slow from 500 to 700: 200 s at 1/1.5 speed
+  // do 133.3 s of work, so the remaining 366.7 s end at 1066.7.
+  const Cluster c = TwoLeavesOfEight();
+  const Trace t = WithSlowNode(Parse("L,0,8,8,1000,0,leaf,0,\n"), c, 500, 200);
+  auto r = Simulate(c, t, "topogang", Exact());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_NEAR(Find(*r, "L").end, 700 + (1000 - 500 - 200 / 1.5), 1e-6);
 }
 
 TEST(PolicyFeatures, NamesSwitchFeaturesOnForTopogangOnly) {

@@ -107,6 +107,24 @@ TEST(TraceCsv, ModelEstimateAndPriorityColumns) {
   }
 }
 
+TEST(TraceCsv, SlowNodeEvents) {
+  auto t = ParseTraceCsv(
+      "id,arrival_s,members,gpus_per_member,duration_s\n"
+      "a,0,1,8,60\n"
+      "@slow,100,n1,50\n"
+      "@slow,0,n2\n",
+      "s.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->events.size(), 2u);
+  EXPECT_EQ(t->events[0].kind, NodeEvent::Kind::kSlow);
+  EXPECT_EQ(t->events[0].node, "n2");
+  EXPECT_DOUBLE_EQ(t->events[1].duration_s, 50);
+  auto back = ParseTraceCsv(WriteTraceCsv(*t), "rt");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(WriteTraceCsv(*back), WriteTraceCsv(*t));
+  EXPECT_EQ(back->events[1].kind, NodeEvent::Kind::kSlow);
+}
+
 TEST(TraceCsv, MinMembersColumnForElasticGangs) {
   auto t = ParseTraceCsv(
       "id,arrival_s,members,gpus_per_member,duration_s,min_members\n"
