@@ -20,6 +20,28 @@ grpc::Status Invalid(absl::string_view msg) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(msg));
 }
 
+// Members of `r` on a hot spare (replacements), for `topogang gangs`.
+void MarkSpareMembers(const SparePool& pool, const GangRecord& r, v1::Gang* g) {
+  for (size_t m = 0; m < r.placement.members.size(); ++m) {
+    const int n = r.placement.members[m].node;
+    if (n >= 0 && pool.IsSpare(n)) g->add_spare_members(static_cast<int>(m));
+  }
+}
+
+// A copy of the live model with the hot spares cordoned, as the daemon plans ordinary work on it
+// (`keep`: nodes left visible, the explained gang's own).
+Cluster PlanningCopy(DaemonState& state, const std::vector<int>& keep = {}) {
+  return state.WithSpares([&](GangScheduler& s, const SparePool& pool) {
+    Cluster c = s.cluster();
+    for (int n : pool.nodes()) {
+      if (!c.NodeCordoned(n) && std::find(keep.begin(), keep.end(), n) == keep.end()) {
+        c.SetNodeCordoned(n, true);
+      }
+    }
+    return c;
+  });
+}
+
 }  // namespace
 
 grpc::Status PlacementServiceImpl::DryRun(grpc::ServerContext*, const v1::DryRunRequest* req,
@@ -37,8 +59,8 @@ grpc::Status PlacementServiceImpl::DryRun(grpc::ServerContext*, const v1::DryRun
     gangs.push_back(*std::move(g));
   }
   // Plan on a private copy: the live state is never touched, and the lock is held only for
-  // the copy.
-  Cluster c = state_.With([](GangScheduler& s) { return s.cluster(); });
+  // the copy. Hot spares are not ordinary capacity: hidden, as the daemon hides them.
+  Cluster c = PlanningCopy(state_);
   for (const std::string& name : req->drained_nodes()) {
     int n = c.FindNode(name);
     if (n < 0) {
@@ -84,10 +106,15 @@ grpc::Status PlacementServiceImpl::Explain(grpc::ServerContext*, const v1::Expla
   const std::string name = req->gang().empty() ? req->spec().name() : req->gang();
   // Copy what we need under the lock, explain outside it.
   std::optional<GangRecord> held;
-  Cluster c = state_.With([&](GangScheduler& s) {
+  state_.With([&](GangScheduler& s) {
     if (const GangRecord* r = s.Find(name)) held = *r;
-    return s.cluster();
+    return 0;
   });
+  std::vector<int> own;  // a replacement on a spare stays visible to its own gang
+  if (held) {
+    for (const MemberPlacement& m : held->placement.members) own.push_back(m.node);
+  }
+  Cluster c = PlanningCopy(state_, own);
   resp->set_gang(name);
   GangSpec spec;
   if (held) {
@@ -172,9 +199,12 @@ grpc::Status PlacementServiceImpl::GetGang(grpc::ServerContext*, const v1::GetGa
                                            v1::Gang* resp) {
   if (req->gang().empty() || req->gang().size() > 253)
     return Invalid("gang name must be 1..253 bytes");
-  bool found = state_.With([&](GangScheduler& s) {
+  bool found = state_.WithSpares([&](GangScheduler& s, const SparePool& pool) {
     const GangRecord* r = s.Find(req->gang());
-    if (r) GangRecordToProto(s.cluster(), *r, resp);
+    if (r) {
+      GangRecordToProto(s.cluster(), *r, resp);
+      MarkSpareMembers(pool, *r, resp);
+    }
     return r != nullptr;
   });
   if (!found) {
@@ -187,11 +217,13 @@ grpc::Status PlacementServiceImpl::GetGang(grpc::ServerContext*, const v1::GetGa
 grpc::Status PlacementServiceImpl::ListGangs(grpc::ServerContext*, const v1::ListGangsRequest* req,
                                              v1::ListGangsResponse* resp) {
   if (!v1::GangState_IsValid(req->state())) return Invalid("unknown gang state");
-  state_.With([&](GangScheduler& s) {
+  state_.WithSpares([&](GangScheduler& s, const SparePool& pool) {
     for (const auto& [name, r] : s.gangs()) {
       const v1::GangState st = GangStateToProto(r.state);
       if (req->state() != v1::GANG_STATE_UNSPECIFIED && req->state() != st) continue;
-      GangRecordToProto(s.cluster(), r, resp->add_gangs());
+      v1::Gang* g = resp->add_gangs();
+      GangRecordToProto(s.cluster(), r, g);
+      MarkSpareMembers(pool, r, g);
     }
   });
   return grpc::Status::OK;
@@ -210,6 +242,26 @@ grpc::Status PlacementServiceImpl::ListReservations(grpc::ServerContext*,
                    [](const v1::Gang& a, const v1::Gang& b) {
                      return a.expires_at_unix_ms() < b.expires_at_unix_ms();
                    });
+  return grpc::Status::OK;
+}
+
+grpc::Status PlacementServiceImpl::ListSpares(grpc::ServerContext*, const v1::ListSparesRequest*,
+                                              v1::ListSparesResponse* resp) {
+  const DaemonState::SpareReport r = state_.ListSpares();
+  resp->set_tier(r.tier);
+  resp->set_per_domain(r.per_domain);
+  resp->set_error(r.error);
+  for (const DaemonState::SpareNode& n : r.nodes) {
+    v1::SpareNode* p = resp->add_spares();
+    p->set_node(n.node);
+    p->set_domain(n.domain);
+    p->set_gpus(n.gpus);
+    p->set_free_gpus(n.free_gpus);
+    p->set_used_gpus(n.used_gpus);
+    p->set_marked(n.marked);
+    p->set_healthy(n.healthy);
+    for (const std::string& g : n.gangs) p->add_gangs(g);
+  }
   return grpc::Status::OK;
 }
 

@@ -28,6 +28,8 @@ class PlacementServiceImpl final : public ::topogang::v1::PlacementService::Serv
                          v1::ListGangsResponse* resp) override;
   grpc::Status ListReservations(grpc::ServerContext* ctx, const v1::ListReservationsRequest* req,
                                 v1::ListReservationsResponse* resp) override;
+  grpc::Status ListSpares(grpc::ServerContext* ctx, const v1::ListSparesRequest* req,
+                          v1::ListSparesResponse* resp) override;
   grpc::Status WatchDecisions(grpc::ServerContext* ctx, const v1::WatchDecisionsRequest* req,
                               grpc::ServerWriter<v1::DecisionEvent>* writer) override;
   grpc::Status Drain(grpc::ServerContext* ctx, const v1::DrainRequest* req,

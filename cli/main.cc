@@ -17,6 +17,7 @@ commands:
   simulate   replay a job trace against scheduling policies (placement quality)
   explain    why a gang is placed where it is, or why it does not fit (live daemon)
   gangs      gangs a live daemon holds
+  spares     hot spare nodes a live daemon keeps, idle or used by which gang
   drain      admin-drain a node on a live daemon; undrain clears it
   watch      stream a live daemon's decisions
   help       this text
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   if (cmd == "simulate") return topogang::cli::RunSimulate(argc, argv);
   if (cmd == "explain") return topogang::cli::RunExplain(argc, argv);
   if (cmd == "gangs") return topogang::cli::RunGangs(argc, argv);
+  if (cmd == "spares") return topogang::cli::RunSpares(argc, argv);
   if (cmd == "drain" || cmd == "undrain") return topogang::cli::RunDrain(argc, argv);
   if (cmd == "watch") return topogang::cli::RunWatch(argc, argv);
   std::cerr << "topogang: unknown command '" << cmd << "'\n\n" << kHelp;

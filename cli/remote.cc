@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "api/convert.h"
 #include "cli/placement_format.h"
+#include "cli/remote_client.h"
 #include "common/file_util.h"
 #include "scheduler/gang_file.h"
 #include "topogang/v1/placement.grpc.pb.h"
@@ -29,111 +30,22 @@ const char* const kRemoteFlags[] = {"server",          "token-file", "ca",     "
 
 namespace {
 
-const char kConnHelp[] = R"(
-connection:
-  --server HOST:PORT      topogangd gRPC address (required)
-  --token-file FILE       bearer token (or $TOPOGANG_TOKEN); drain needs an admin token
-                          when the daemon has any
-  --ca FILE               CA bundle to verify topogangd (enables TLS)
-  --cert FILE --key FILE  client certificate for mutual TLS
-  --tls-server-name NAME  expected name in topogangd's certificate
-  --timeout SECONDS       per call (default 30)
-  --format table|json     output (default table)
-)";
-
-std::set<std::string> WithValue(std::initializer_list<const char*> extra) {
-  std::set<std::string> s(extra.begin(), extra.end());
-  for (const char* const* f = kRemoteFlags; *f; ++f) s.insert(*f);
-  return s;
-}
-
-// The client side of a remote command: channel, token and deadline from the flags.
-struct Remote {
-  std::unique_ptr<v1::PlacementService::Stub> stub;
-  std::string token;
-  int timeout_s = 30;
-  bool json = false;
-
-  void Prepare(grpc::ClientContext* ctx, bool deadline = true) const {
-    if (deadline) {
-      ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(timeout_s));
-    }
-    if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
-  }
-};
-
-absl::StatusOr<Remote> Connect(const Args& a) {
-  Remote r;
-  const std::string server = a.Get("server");
-  if (server.empty()) return absl::InvalidArgumentError("--server HOST:PORT is required");
-  const std::string format = a.Get("format", "table");
-  if (format != "table" && format != "json") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--format must be table or json, got '", format, "'"));
-  }
-  r.json = format == "json";
-  if (a.Has("timeout") && (!absl::SimpleAtoi(a.Get("timeout"), &r.timeout_s) || r.timeout_s < 1 ||
-                           r.timeout_s > 3600)) {
-    return absl::InvalidArgumentError("--timeout must be 1..3600 seconds");
-  }
-  if (a.Has("token-file")) {
-    auto t = ReadFileToString(a.Get("token-file"));
-    if (!t.ok()) return t.status();
-    r.token = std::string(absl::StripAsciiWhitespace(*t));
-  } else if (const char* t = std::getenv("TOPOGANG_TOKEN")) {
-    r.token = t;
-  }
-  grpc::ChannelArguments args;
-  if (a.Has("tls-server-name")) args.SetSslTargetNameOverride(a.Get("tls-server-name"));
-  std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials();
-  if (a.Has("ca") || a.Has("cert")) {
-    grpc::SslCredentialsOptions ssl;
-    for (auto [flag, dst] : {std::pair<const char*, std::string*>{"ca", &ssl.pem_root_certs},
-                             {"cert", &ssl.pem_cert_chain},
-                             {"key", &ssl.pem_private_key}}) {
-      if (!a.Has(flag)) continue;
-      auto pem = ReadFileToString(a.Get(flag));
-      if (!pem.ok()) return pem.status();
-      *dst = *pem;
-    }
-    creds = grpc::SslCredentials(ssl);
-  }
-  r.stub = v1::PlacementService::NewStub(grpc::CreateCustomChannel(server, creds, args));
-  return r;
-}
-
-int Fail(absl::string_view cmd, const grpc::Status& s) {
-  std::cerr << "topogang " << cmd << ": " << s.error_message() << " ("
-            << absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())) << ")\n";
-  // NOT_FOUND and refusals of bad input are the caller's; the rest is the daemon/network.
-  switch (s.error_code()) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::NOT_FOUND:
-    case grpc::StatusCode::OUT_OF_RANGE:
-    case grpc::StatusCode::PERMISSION_DENIED:
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
-void PrintJson(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.add_whitespace = true;
-  o.always_print_primitive_fields = true;
-  o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  std::cout << out;
-  if (out.empty() || out.back() != '\n') std::cout << "\n";
-}
-
 std::string NodeSummary(const v1::Placement& p) {
   const int n = p.nodes_size();
   if (n == 0) return "-";
   if (n <= 3) return absl::StrJoin(p.nodes(), ", ");
   return absl::StrCat(p.nodes(0), " .. ", p.nodes(n - 1), " (", n, " nodes)");
+}
+
+// Replacement members on hot spares, e.g. " [spare: gpu-node-7 (member 3)]".
+std::string SpareSummary(const v1::Gang& g) {
+  std::vector<std::string> on;
+  for (int m : g.spare_members()) {
+    if (m >= 0 && m < g.placement().members_size()) {
+      on.push_back(absl::StrCat(g.placement().members(m).node(), " (member ", m, ")"));
+    }
+  }
+  return on.empty() ? "" : absl::StrCat(" [spare: ", absl::StrJoin(on, ", "), "]");
 }
 
 std::string Span(const v1::Placement& p) { return absl::StrCat(p.tier(), " ", p.domain()); }
@@ -378,7 +290,7 @@ Gangs the daemon holds, with their placement.
     t.Add({g.spec().name(), StateName(g.state()),
            absl::StrCat(static_cast<long>(g.spec().members()) * g.spec().gpus_per_member()),
            p.tier(), p.domain(), absl::StrFormat("%.0f", p.bandwidth_gbps()),
-           Millis(g.expires_at_unix_ms()), NodeSummary(p)});
+           Millis(g.expires_at_unix_ms()), NodeSummary(p) + SpareSummary(g)});
   }
   std::cout << t.Render() << resp.gangs_size() << " gang(s)\n";
   return 0;

@@ -38,7 +38,7 @@ absl::Status DaemonState::SetNodeHealth(absl::string_view node, HealthSource sou
   }
   if ((before != 0) == (mask != 0)) return absl::OkStatus();  // overall health unchanged
   absl::Time now = clock_.Now();
-  auto events = sched_.SetNodeCordoned(n, mask != 0, now);
+  auto events = ApplyHealthLocked(n, [&] { return sched_.SetNodeCordoned(n, mask != 0, now); });
   PublishLocked(
       {0, now, mask ? "node-unhealthy" : "node-healthy", "", std::string(node),
        absl::StrCat(HealthSourceName(source), bad ? ": " : " cleared", bad ? reason : "")});
@@ -86,7 +86,7 @@ absl::Status DaemonState::SetGpuHealth(absl::string_view node, int local_index, 
   }
   if (c.GpuFaulty(gpu) == faulty) return absl::OkStatus();
   absl::Time now = clock_.Now();
-  auto events = sched_.SetGpuFaulty(gpu, faulty, now);
+  auto events = ApplyHealthLocked(n, [&] { return sched_.SetGpuFaulty(gpu, faulty, now); });
   PublishLocked({0, now, faulty ? "gpu-unhealthy" : "gpu-healthy", "", std::string(node),
                  absl::StrCat("gpu ", local_index, faulty ? ": " : "", faulty ? reason : "")});
   PublishReplan(events, node);
@@ -111,6 +111,7 @@ void DaemonState::ReplaceScheduler(GangScheduler scheduler) {
       }
     }
   }
+  RebuildSparesLocked();  // node indexes of the old model are void
 }
 
 uint8_t DaemonState::NodeHealthSources(absl::string_view node) const {

@@ -21,6 +21,7 @@
 #include "daemon/slow_nodes.h"
 #include "scheduler/clock.h"
 #include "scheduler/gang_scheduler.h"
+#include "scheduler/spares.h"
 
 namespace topogang {
 
@@ -57,6 +58,22 @@ class DaemonState {
     return f(sched_);
   }
 
+  // Runs f(GangScheduler&) under the lock with the hot spares hidden from planning (a SpareMask):
+  // every place that plans ordinary work (reservations, the queue, preemption) goes through
+  // here, so no gang but a replacement ever lands on a spare.
+  template <typename F>
+  auto Plan(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    SpareMask mask(sched_, spares_);
+    return f(sched_);
+  }
+  // Runs f(GangScheduler&, const SparePool&) under the lock, spares visible (replacements).
+  template <typename F>
+  auto WithSpares(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return f(sched_, static_cast<const SparePool&>(spares_));
+  }
+
   const Clock& clock() const { return clock_; }
   // Per-node slowness from the agents' signals (its own lock; never taken under this one's).
   SlowNodes& slow_nodes() { return slow_nodes_; }
@@ -83,6 +100,35 @@ class DaemonState {
   // Health sources currently set on a node (bitwise OR of HealthSource), 0 when healthy/unknown.
   uint8_t NodeHealthSources(absl::string_view node) const;
   std::string NodeHealthReason(absl::string_view node) const;
+
+  // --- Hot spares (daemon/daemon_spares.cc) ---------------------------------------------------
+  // The operator's settings (daemon.spares: tier, per_domain; options.marked_nodes is ignored)
+  // and the nodes the spare label marks, which come separately, as the node sync reads them.
+  // Each rebuilds the pool. Off (no spares) until one is set.
+  void SetSpareOptions(const SpareOptions& options);
+  void SetMarkedSpares(std::vector<std::string> nodes);
+  // Chooses the spares again on the model as it is now: idle healthy nodes only (besides the
+  // marked ones), so a node found running pods after a restart is not promised as a spare. Also
+  // done by ReplaceScheduler and after every health change; the ledger calls it once bound pods
+  // are adopted and after a spare was taken (its domain gets a fresh one if it has an idle node).
+  void RebuildSpares();
+  struct SpareNode {
+    std::string node;
+    std::string domain;  // path of its pool-tier domain
+    int gpus = 0;
+    int free_gpus = 0;  // free and usable
+    int used_gpus = 0;  // held by a reservation or a running pod
+    bool marked = false;
+    bool healthy = true;
+    std::vector<std::string> gangs;  // gangs holding GPUs on it (a replacement, or adopted pods)
+  };
+  struct SpareReport {
+    std::string tier;  // the tier spares are counted per domain of ("" when off)
+    int per_domain = 0;
+    std::string error;  // why the configured pool could not be built on this model, if so
+    std::vector<SpareNode> nodes;
+  };
+  SpareReport ListSpares() const;
 
   // Nodes and GPUs of the model by state, for metrics. Each set of counts partitions its total.
   struct HealthCounts {
@@ -114,6 +160,12 @@ class DaemonState {
  private:
   void PublishLocked(DecisionEvent e);
   void PublishReplan(const std::vector<ReplanEvent>& events, absl::string_view node);
+  void RebuildSparesLocked();
+  // A health change applied with the spares hidden (except `node`, whose own health changes), so
+  // re-planned reservations avoid them; the replacement proposals for running gangs then take
+  // the spare next to each lost member first.
+  std::vector<ReplanEvent> ApplyHealthLocked(
+      int node, const std::function<std::vector<ReplanEvent>()>& change);
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -125,6 +177,9 @@ class DaemonState {
   std::map<std::string, std::string, std::less<>> node_reason_;
   std::map<std::string, std::set<int>, std::less<>> gpu_faults_;  // node -> faulty GPU indexes
   std::deque<DecisionEvent> events_;
+  SpareOptions spare_options_;  // marked_nodes by name; those not in the model are left out
+  SparePool spares_;
+  std::string spare_error_;
   std::function<void(const DecisionEvent&)> observer_;
   std::function<void(const DecisionEvent&)> logger_;
   std::function<void(const std::string&, bool, const std::string&)> drain_recorder_;

@@ -203,6 +203,9 @@ class GangLedger {
     bool in_flight = false;  // its binding is at the API server (barrier open)
     BindCallback held;       // set while this member's bind request waits at the barrier
     absl::Time held_until;   // real time: then the held request is answered (bind_window)
+    // A running member's pod was lost (deleted, failed) from this node: the slot's replacement
+    // takes a hot spare of that node's domain first. By name: the model may be rebuilt meanwhile.
+    std::string lost_node;
   };
   struct Entry {
     GangSpec spec;
@@ -249,8 +252,11 @@ class GangLedger {
                                                  std::optional<std::string>* error);
   // Takes GPUs for a bound pod on its node, displacing reservations there if it must.
   absl::StatusOr<MemberPlacement> TakeBoundGpusLocked(const PodInfo& pod);
-  // Adopted gang: reserves GPUs next to the bound members for every missing member, or none.
-  absl::Status ReserveMissingLocked(const std::string& id, Entry& e);
+  // Adopted gang: reserves GPUs next to the bound members for every missing member, or none; a
+  // member lost from a node takes a hot spare of that node's domain first (a SpareTaken notice
+  // per spare goes to `notices`, sent by the caller outside the lock).
+  absl::Status ReserveMissingLocked(const std::string& id, Entry& e,
+                                    std::vector<GangNotice>* notices);
   // Adopted gang: gives back the reservations of members not bound (barrier or TTL expired, or
   // the cluster changed), keeping the bound ones running; drops the entry if none is left.
   void ShrinkToBoundLocked(const std::string& id, const std::string& why,

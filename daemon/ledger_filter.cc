@@ -181,7 +181,9 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       }
     } else {
       absl::Time now = state_.clock().Now();
-      absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+      // Planned with the hot spares hidden: ordinary work, gangs of one included, never lands
+      // on a spare (ReserveBestOffered sees no free GPU there either).
+      absl::Status st = state_.Plan([&](GangScheduler& s) -> absl::Status {
         if (multi) {
           // Plan only where kube-scheduler would put this pod: the nodes it did not offer are
           // hidden from the planner. Remembered per gang, so a queue that starts another
@@ -261,7 +263,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       // bound ones, all of them or none.
       auto p = by_pod_.find(key);
       if (p == by_pod_.end() || p->second.first != id) {
-        if (absl::Status st = ReserveMissingLocked(id, it->second); !st.ok()) {
+        if (absl::Status st = ReserveMissingLocked(id, it->second, &notices); !st.ok()) {
           int bound = 0;
           for (const Member& m : it->second.slots) bound += m.bound ? 1 : 0;
           result =

@@ -73,7 +73,7 @@ std::optional<std::string> GangLedger::PreemptLocked(const GangSpec& spec, const
   // once its gangs are gone. Nodes without room may be absent only because they are full, which
   // is what preemption changes. Nodes nominated for other preemptors of equal or higher priority
   // are hidden too.
-  absl::StatusOr<PreemptionPlan> plan = state_.With([&](GangScheduler& s) {
+  absl::StatusOr<PreemptionPlan> plan = state_.Plan([&](GangScheduler& s) {  // spares hidden
     const Cluster& c = s.cluster();
     std::vector<int> hidden;
     std::vector<bool> is_offered(c.num_nodes(), false);

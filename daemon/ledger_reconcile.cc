@@ -201,7 +201,19 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   // failed): its GPUs come back with its pod and its slot is free again, so a replacement pod
   // filters next to the surviving members (the gang is managed member by member from now on,
   // like a regrouped one). A gang whose barrier opened is committed in the core: the same.
-  state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
+  // The node it was on is remembered in the slot: its replacement takes the spare next to it.
+  std::string lost_node;
+  state_
+      .With([&](GangScheduler& s) {
+        const GangRecord* rec = s.Find(id);
+        if (rec != nullptr && slot < static_cast<int>(rec->placement.members.size()) &&
+            rec->placement.members[slot].node >= 0) {
+          lost_node = s.cluster().node(rec->placement.members[slot].node).name;
+        }
+        return s.ReleaseMember(id, slot);
+      })
+      .IgnoreError();
+  if (lost_node.empty()) lost_node = m.pod.node.empty() ? m.lost_node : m.pod.node;
   by_pod_.erase(key);
   if (m.held) {
     auto shared = std::make_shared<FailList>();
@@ -209,6 +221,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
     Enqueue([shared] { RunFails(*shared); });
   }
   m = Member{};
+  m.lost_node = lost_node;
   e.adopted = true;
   // Members whose binding is still at the API server may yet be bound: not gone.
   bool all_gone = std::all_of(e.slots.begin(), e.slots.end(),
@@ -263,10 +276,13 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
             {0, {}, "adopt-failed", SingletonGangId(p.namespace_, p.name), p.node_name, *err});
       }
     }
+    // Spares are chosen again now that running pods hold their GPUs: a node found busy is not
+    // promised as an idle spare, and pending gangs below are planned around the new pool.
+    state_.RebuildSpares();
     for (auto& [id, e] : pending) {
       absl::Time now = state_.clock().Now();
       const GangSpec& spec = e.spec;  // a structured binding cannot be captured (clang)
-      absl::Status st = state_.With([&](GangScheduler& s) {
+      absl::Status st = state_.Plan([&](GangScheduler& s) {
         return admission_->Admit(s, spec, now, ExclusionLocked()).status();
       });
       if (!st.ok()) {

@@ -1,9 +1,11 @@
 #include <algorithm>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/gang_ledger.h"
 #include "daemon/ledger_util.h"
+#include "scheduler/replacement.h"
 
 namespace topogang {
 
@@ -81,6 +83,7 @@ std::optional<std::string> GangLedger::AdoptIntoGangLocked(const PodInfo& pod,
     it = gangs_.emplace(id, std::move(e)).first;
   }
   Member& mem = it->second.slots[slot];
+  mem.lost_node.clear();  // replaced
   mem.key = key;
   mem.assigned = mem.bound = true;
   mem.pod = {pod.name, pod.namespace_, pod.uid, pod.node_name};
@@ -135,31 +138,80 @@ std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
   return std::nullopt;
 }
 
-absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e) {
+absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
+                                              std::vector<GangNotice>* notices) {
   std::vector<int> missing;
+  std::vector<std::pair<std::string, std::string>> spares_taken;  // (spare, lost node)
+  std::map<int, int> placed;  // lost member -> the node its replacement takes
   absl::Time now = state_.clock().Now();
-  absl::Status st = state_.With([&](GangScheduler& s) -> absl::Status {
+  absl::Status st = state_.WithSpares([&](GangScheduler& s, const SparePool& pool) -> absl::Status {
     const GangRecord* rec = s.Find(id);
     if (rec == nullptr) return absl::InternalError("the gang's running members are not recorded");
     const auto& members = rec->placement.members;
-    std::vector<int> anchors;
-    for (const MemberPlacement& mp : members) {
-      if (mp.node >= 0) anchors.push_back(mp.node);
-    }
+    const int recorded = static_cast<int>(members.size());
+    // Members lost from a running gang are empty slots of its record; members that never ran (a
+    // gang regrouped mid-bind) are beyond its end and are appended in order.
+    std::vector<int> lost, beyond;
+    ReplacementOptions options;
+    options.spares = &pool;
     for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
       if (e.slots[i].assigned) continue;
-      if (i < static_cast<int>(members.size()) && members[i].node >= 0) continue;  // reserved
+      if (i < recorded && members[i].node >= 0) continue;  // reserved
       missing.push_back(i);
+      if (i < recorded) {
+        lost.push_back(i);
+        // Released with its pod, so the record no longer says where it was; the slot does.
+        options.old_nodes.push_back(s.cluster().FindNode(e.slots[i].lost_node));
+      } else {
+        beyond.push_back(i);
+      }
     }
     if (missing.empty()) return absl::OkStatus();
-    auto near = s.planner().PlanNear(e.spec, static_cast<int>(missing.size()), anchors);
-    if (!near.ok()) return near.status();
-    if (near->size() != missing.size()) return absl::InternalError("planner returned too few");
-    for (size_t k = 0; k < missing.size(); ++k) {
-      absl::Status a = s.AdoptMember(id, missing[k], (*near)[k]);
-      if (!a.ok()) {
-        for (size_t j = 0; j < k; ++j) s.ReleaseMember(id, missing[j]).IgnoreError();
-        return a;
+    std::vector<int> adopted;
+    auto undo = [&] {
+      for (int m : adopted) s.ReleaseMember(id, m).IgnoreError();
+    };
+    if (!lost.empty()) {
+      // Slices and the required tier kept; a spare of the lost node's domain first, ordinary
+      // capacity (spares hidden) for the rest.
+      auto r = ProposeReplacement(s, id, lost, options);
+      if (!r.ok()) return r.status();
+      for (size_t k = 0; k < lost.size(); ++k) {
+        if (absl::Status a = s.AdoptMember(id, lost[k], (*r)[k]); !a.ok()) {
+          undo();
+          return a;
+        }
+        adopted.push_back(lost[k]);
+        placed[lost[k]] = (*r)[k].node;
+      }
+    }
+    if (!beyond.empty()) {
+      std::vector<int> anchors;
+      for (const MemberPlacement& mp : s.Find(id)->placement.members) {
+        if (mp.node >= 0) anchors.push_back(mp.node);
+      }
+      absl::StatusOr<std::vector<MemberPlacement>> r;
+      {
+        SpareMask hidden(s, pool);  // never ran: ordinary work, not a replacement
+        r = s.planner().PlanNear(e.spec, static_cast<int>(beyond.size()), anchors);
+      }
+      if (!r.ok() || r->size() != beyond.size()) {
+        undo();
+        return r.ok() ? absl::InternalError("planner returned too few") : r.status();
+      }
+      for (size_t k = 0; k < beyond.size(); ++k) {
+        if (absl::Status a = s.AdoptMember(id, beyond[k], (*r)[k]); !a.ok()) {
+          undo();
+          return a;
+        }
+        adopted.push_back(beyond[k]);
+      }
+    }
+    for (int m : lost) {
+      const int n = placed[m];
+      if (n >= 0 && pool.IsSpare(n)) {
+        const std::string& from = e.slots[m].lost_node;
+        spares_taken.emplace_back(s.cluster().node(n).name, from.empty() ? "?" : from);
       }
     }
     return absl::OkStatus();
@@ -175,6 +227,25 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e) {
                   "",
                   absl::StrCat(missing.size(), "x", e.spec.gpus_per_member,
                                " GPUs for the missing members of a gang found partly bound")});
+  if (!spares_taken.empty()) {
+    for (const auto& [spare, lost] : spares_taken) {
+      const std::string what =
+          absl::StrCat("spare node ", spare, " replaced node ", lost, " for gang ", id);
+      state_.Publish({0, {}, "spare-taken", id, spare, what});
+      PodBinding on;  // the event goes on a running member's pod (the new one has no slot yet)
+      for (const Member& m : e.slots) {
+        if (m.bound) {
+          on = m.pod;
+          break;
+        }
+      }
+      if (!on.pod_name.empty()) {
+        notices->push_back({"Normal", "SpareTaken", id, absl::StrCat("topogang: ", what), {on}});
+      }
+    }
+    // The domain gets a fresh spare if it has an idle node (a marked one stays, now busy).
+    state_.RebuildSpares();
+  }
   return absl::OkStatus();
 }
 
@@ -195,7 +266,9 @@ void GangLedger::ShrinkToBoundLocked(const std::string& id, const std::string& w
       }
       if (m.held) fail->emplace_back(std::move(m.held), why);
       if (m.assigned) by_pod_.erase(m.key);
+      std::string lost = std::move(m.lost_node);  // its next replacement still wants the spare
       m = Member{};
+      m.lost_node = std::move(lost);
       if (i < size && rec->placement.members[i].node >= 0) s.ReleaseMember(id, i).IgnoreError();
     }
     return 0;

@@ -148,6 +148,14 @@ DaemonMetrics::DaemonMetrics(DaemonState* state)
       events_.emplace(kind, &events.Add({{"event", EventLabel(kind)}}));
     }
     events_family_ = &events;
+    spares_family_ = &BuildGauge()
+                          .Name("topogang_spare_nodes")
+                          .Help(
+                              "Hot spare nodes (daemon.spares, topogang.io/spare=true) of the "
+                              "tier they are kept per domain of: idle (every GPU free), in_use "
+                              "(a replacement or another pod holds GPUs), unhealthy (neither: "
+                              "faulty GPUs or an unusable node). The states sum to the pool.")
+                          .Register(r);
     state_->SetEventObserver([this](const DecisionEvent& e) { CountEvent(e.kind); });
   }
 }
@@ -228,8 +236,32 @@ void DaemonMetrics::UpdateScrapeGauges() {
     nodes_healthy_->Set(h.nodes_healthy);
     nodes_unhealthy_->Set(h.nodes_unhealthy);
     nodes_cordoned_->Set(h.nodes_cordoned);
+    UpdateSpareGauges();
   }
   if (agent_streams_source_) agent_streams_->Set(agent_streams_source_());
+}
+
+void DaemonMetrics::UpdateSpareGauges() {
+  const DaemonState::SpareReport r = state_->ListSpares();
+  if (r.tier != spare_tier_) {
+    for (prometheus::Gauge*& g : spare_gauges_) {
+      if (g != nullptr) spares_family_->Remove(g);
+      g = nullptr;
+    }
+    spare_tier_ = r.tier;
+    if (!r.tier.empty()) {
+      int i = 0;
+      for (const char* st : {"idle", "in_use", "unhealthy"}) {
+        spare_gauges_[i++] = &spares_family_->Add({{"tier", r.tier}, {"state", st}});
+      }
+    }
+  }
+  if (spare_tier_.empty()) return;  // spares off: no series at all
+  std::array<int, 3> count{};
+  for (const DaemonState::SpareNode& n : r.nodes) {
+    ++count[n.used_gpus > 0 ? 1 : (n.healthy && n.free_gpus == n.gpus ? 0 : 2)];
+  }
+  for (size_t i = 0; i < count.size(); ++i) spare_gauges_[i]->Set(count[i]);
 }
 
 std::string DaemonMetrics::Render() {

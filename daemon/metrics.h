@@ -6,8 +6,9 @@
 //    and decision events by kind (a DaemonState event observer). The request path costs one
 //    counter increment and one histogram observation, on pre-created series (no label lookups);
 //  - read at scrape time: gangs and held binds (GangLedger::GetStats), GPUs and nodes by
-//    state (one O(nodes) pass under the DaemonState lock), leadership and sync flags. Nothing on
-//    the hot path maintains them, so they cannot drift from the model.
+//    state (one O(nodes) pass under the DaemonState lock), hot spares by state (idle, in use,
+//    unhealthy; labelled with their tier only, never per node), leadership and sync flags. Nothing
+//    on the hot path maintains them, so they cannot drift from the model.
 //
 // prometheus-cpp types stay out of this header (pointers to forward-declared classes), so the
 // extender headers that include it do not pull in prometheus-cpp.
@@ -109,6 +110,12 @@ class DaemonMetrics {
   prometheus::Gauge* nodes_healthy_ = nullptr;
   prometheus::Gauge* nodes_unhealthy_ = nullptr;
   prometheus::Gauge* nodes_cordoned_ = nullptr;
+  // topogang_spare_nodes{tier,state}: the series of the pool's current tier (the tier may only
+  // be known once nodes are listed, and changes with the detected topology).
+  void UpdateSpareGauges();
+  prometheus::Family<prometheus::Gauge>* spares_family_ = nullptr;
+  std::string spare_tier_;
+  std::array<prometheus::Gauge*, 3> spare_gauges_{};  // idle, in_use, unhealthy
   prometheus::Gauge* leader_gauge_ = nullptr;
   prometheus::Gauge* ready_gauge_ = nullptr;
   prometheus::Gauge* synced_gauge_ = nullptr;

@@ -25,6 +25,8 @@ absl::StatusOr<KubeNode> ParseNode(const Json& node, absl::string_view resource)
   if (!labels.ok()) return labels.status();
   n.labels = std::move(*labels);
   if (auto it = n.labels.find(kGpuProductLabel); it != n.labels.end()) n.sku = it->second;
+  if (auto it = n.labels.find(kSpareNodeLabel); it != n.labels.end())
+    n.spare = it->second == "true";
   auto annotations = ParseStringMap(m, "annotations", "Node.metadata.annotations");
   if (!annotations.ok()) return annotations.status();
   if (auto it = annotations->find(kDrainAnnotation); it != annotations->end()) {

@@ -15,6 +15,11 @@ namespace topogang {
 // GPU Feature Discovery's label naming the GPU model.
 inline constexpr char kGpuProductLabel[] = "nvidia.com/gpu.product";
 
+// Set by the operator (value "true") on nodes kept idle as hot spares (docs/spares.md): they take
+// no ordinary GPU work, only replacements for gangs of their domain that lost a node. Counted
+// toward daemon.spares.per_domain; with per_domain 0, the label alone picks the spares.
+inline constexpr char kSpareNodeLabel[] = "topogang.io/spare";
+
 // Written by topogangd on `topogang drain`, read back on every list and watch.
 inline constexpr char kDrainAnnotation[] = "topogang.io/drain";
 
@@ -31,6 +36,7 @@ struct KubeNode {
   // survives restarts and failovers: the API server is the source of truth.
   bool drained = false;
   std::string drain_reason;
+  bool spare = false;  // labels[kSpareNodeLabel] == "true"
 
   NodeSpec ToSpec() const { return NodeSpec{name, gpus, sku, labels}; }
 };

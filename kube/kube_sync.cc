@@ -169,6 +169,7 @@ void KubeSync::RebuildLocked() {
     if (!d.family.empty() && d.family != "gpu-clique") topology_ = d.topology;
     topology = std::move(d.topology);
   }
+  PushSparesLocked();  // before the model: the rebuild chooses the pool with the labels as they are
   std::vector<std::string> warnings;
   auto cluster = Cluster::Build(spec, topology, &warnings);
   if (!cluster.ok()) {
@@ -216,6 +217,14 @@ void KubeSync::RebuildLoop() {
     }
     RebuildLocked();
   }
+}
+
+void KubeSync::PushSparesLocked() {
+  std::vector<std::string> marked;
+  for (const auto& [name, n] : nodes_) {
+    if (n.spare && n.gpus > 0) marked.push_back(name);
+  }
+  state_.SetMarkedSpares(std::move(marked));  // a no-op when the set did not change
 }
 
 void KubeSync::ApplyDrainLocked(const KubeNode& n) {
@@ -274,7 +283,9 @@ void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
   if (deleted) {
     if (it != nodes_.end()) {
       bool had_gpus = it->second.gpus > 0;
+      const bool was_spare = it->second.spare;
       nodes_.erase(it);
+      if (was_spare) PushSparesLocked();
       if (had_gpus) {
         // Gone now; out of the model at the next rebuild.
         state_.SetNodeHealth(n.name, HealthSource::kKubeNotReady, true, "deleted").IgnoreError();
@@ -291,7 +302,10 @@ void KubeSync::ApplyNodeLocked(const KubeNode& n, bool deleted) {
                               : ((it->second.gpus > 0 || n.gpus > 0) &&
                                  (it->second.gpus != n.gpus || it->second.sku != n.sku ||
                                   TierLabelsDiffer(it->second.labels, n.labels)));
+  const bool spare_changed = (it == nodes_.end() ? false : it->second.spare) != n.spare;
   nodes_[n.name] = n;
+  // The spare label only changes which nodes are kept idle: no model rebuild, the pool at once.
+  if (spare_changed) PushSparesLocked();
   ApplyDrainLocked(n);
   // Health applies at once (a node the model does not know yet is skipped; the rebuild applies
   // it); the new shape of the model waits for the burst to end.

@@ -9,6 +9,8 @@
 //  - Cordon (spec.unschedulable), NoSchedule/NoExecute taints and NotReady set the matching
 //    DaemonState health source at once.
 //  - Bound GPU pods in a non-terminal phase hold GPUs; terminal or deleted pods free them.
+//  - Nodes labelled topogang.io/spare=true are the marked hot spares (DaemonState's pool), applied
+//    at once when the label changes.
 // Also posts Kubernetes Events for the service's gang notices.
 #pragma once
 
@@ -85,6 +87,8 @@ class KubeSync {
   TopologyConfig topology_;
   std::string detection_logged_;  // the last summary logged: one line per change, not rebuild
   void ApplyDrainLocked(const KubeNode& n);
+  // The nodes labelled topogang.io/spare=true, handed to DaemonState (which rebuilds its pool).
+  void PushSparesLocked();
   std::map<std::string, std::string> drains_applied_;  // node -> "1"+reason last applied
   // True when a label the tiers are built from differs (other labels never rebuild the model).
   bool TierLabelsDiffer(const std::map<std::string, std::string>& a,

@@ -82,6 +82,31 @@ absl::Status ParseTls(const YAML::Node& n, absl::string_view source, HttpTranspo
   return ValidateTlsFiles(t.tls, YamlWhere(source, n));
 }
 
+// `daemon.spares`: whole nodes kept idle per domain for replacements (scheduler/spares.h).
+absl::Status ParseSpares(const YAML::Node& n, absl::string_view source, SpareOptions& o) {
+  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+  if (!n.IsMap()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        YamlWhere(source, n), ": daemon.spares: expected a mapping (tier, per_domain)"));
+  }
+  if (absl::Status s = YamlCheckKeys(n, source, {"tier", "per_domain"}, "daemon.spares"); !s.ok()) {
+    return s;
+  }
+  auto tier = YamlString(n, "tier", source, o.tier);
+  if (!tier.ok()) return tier.status();
+  if (*tier == "node") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n["tier"]), ": daemon.spares.tier: spares are counted per ",
+                     "domain of a tier above the nodes (leaf, an NVLink domain...), not \"node\""));
+  }
+  o.tier = *tier;
+  // More than a handful per domain is a reserved partition, not spares; 1,000 catches typos.
+  auto per = YamlInt(n, "per_domain", source, 0, 1000, o.per_domain);
+  if (!per.ok()) return per.status();
+  o.per_domain = static_cast<int>(*per);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateTlsFiles(const TlsFiles& tls, absl::string_view source) {
@@ -142,7 +167,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
-           "locality_patience_seconds",
+           "locality_patience_seconds", "spares",
            "leader_election",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
@@ -262,6 +287,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
     }
     c.transport.health_port = static_cast<int>(*hp);
   }
+  if (absl::Status s = ParseSpares(d["spares"], source, c.spares); !s.ok()) return s;
   auto le = ParseLeaderElection(d["leader_election"], source);
   if (!le.ok()) return le.status();
   c.leader_election = *le;

@@ -21,6 +21,9 @@
 //     idle_timeout_ms: 120000      read_timeout_ms: 10000   write_timeout_ms: 30000
 //     max_inflight_body_bytes: 268435456   # request bodies in memory at once, all connections
 //     health_port: 8889            # plain GET /healthz /readyz /metrics only (probes under mTLS)
+//     spares:                      # hot spares (docs/spares.md); off by default
+//       tier: leaf                 # "" = the tier right above the nodes
+//       per_domain: 1              # idle nodes kept per domain of that tier, besides labelled ones
 //     leader_election:             # cluster mode: one serving replica, warm standbys
 //       enabled: true              # default: true in cluster mode, false standalone
 //       lease_name: topogangd      lease_namespace: <pod's namespace, else kube-system>
@@ -37,6 +40,7 @@
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
 #include "scheduler/node_slowness.h"
+#include "scheduler/spares.h"
 
 namespace topogang {
 
@@ -57,6 +61,8 @@ struct DaemonConfig {
   GangLedgerOptions extender;
   LeaderElectionConfig leader_election;
   SlownessOptions slowness;  // the agents' slowness signals (DaemonState::slow_nodes)
+  // daemon.spares (tier, per_domain); the tier is checked against the model when it is known.
+  SpareOptions spares;
 };
 
 // Checks names (DNS subdomain / label) and the duration ordering; for values set by flags too.

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <iostream>
@@ -26,6 +27,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "api/grpc_config.h"
 #include "api/grpc_server.h"
 #include "common/args.h"
@@ -37,11 +39,13 @@
 #include "daemon/metrics.h"
 #include "extender/extender_service.h"
 #include "extender/http_server.h"
+#include "k8s/node_info.h"
 #include "kube/group_objects_watch.h"
 #include "kube/kube_evictor.h"
 #include "kube/kube_sync.h"
 #include "kube/leader_election.h"
 #include "kube/node_drain_writer.h"
+#include "scheduler/spares.h"
 #include "topogangd/daemon_config.h"
 #include "topogangd/kube_reviewers.h"
 
@@ -199,9 +203,21 @@ int Main(int argc, char** argv) {
     if (!cluster.ok()) return Fail(std::string(cluster.status().message()));
     if (!loaded->topology_note.empty()) std::cerr << "topogangd: " << loaded->topology_note << "\n";
     for (const std::string& w : loaded->warnings) std::cerr << "topogangd: warning: " << w << "\n";
+    // Standalone, the cluster file's node labels mark the spares (topogang.io/spare: "true").
+    SpareOptions spares = daemon.spares;
+    for (const NodeSpec& n : loaded->spec.nodes) {
+      if (auto l = n.labels.find(kSpareNodeLabel); l != n.labels.end() && l->second == "true") {
+        spares.marked_nodes.push_back(n.name);
+      }
+    }
+    if (auto pool = SparePool::Build(*cluster, spares); !pool.ok()) {
+      return Fail(absl::StrCat("daemon.spares: ", pool.status().message()));
+    }
     state = std::make_unique<DaemonState>(
         GangScheduler(std::move(*cluster), loaded->config.scheduler), clock);
     state->slow_nodes().SetOptions(daemon.slowness);
+    state->SetSpareOptions(spares);
+    state->SetMarkedSpares(spares.marked_nodes);
     binder = std::make_unique<MemoryBinder>();
   } else {
     if (config.topology) {
@@ -215,9 +231,25 @@ int Main(int argc, char** argv) {
     if (!kc.ok()) return Fail(std::string(kc.status().message()));
     auto empty = Cluster::Build(ClusterSpec{}, topology);
     if (!empty.ok()) return Fail(std::string(empty.status().message()));
+    // Configured tiers are known now (the model's levels only once nodes carry them); detected
+    // ones only once nodes are listed. Either way a tier missing from the model later is a
+    // spares-invalid event, and no spares are kept.
+    if (!topology.detect && !daemon.spares.tier.empty()) {
+      std::vector<std::string> names = {"cluster"};
+      for (const TierSpec& t : topology.tiers) {
+        names.push_back(t.name);
+        names.insert(names.end(), t.aliases.begin(), t.aliases.end());
+      }
+      if (std::find(names.begin(), names.end(), daemon.spares.tier) == names.end()) {
+        return Fail(absl::StrCat(
+            "daemon.spares.tier: '", daemon.spares.tier,
+            "' is not a tier above the nodes (tiers: ", absl::StrJoin(names, ", "), ")"));
+      }
+    }
     state =
         std::make_unique<DaemonState>(GangScheduler(std::move(*empty), config.scheduler), clock);
     state->slow_nodes().SetOptions(daemon.slowness);
+    state->SetSpareOptions(daemon.spares);  // the labelled spares come with the node list
     kube_config = *kc;
     auto client = std::make_shared<KubeClient>(*kc);
     binder = std::make_unique<KubeBinder>(client);

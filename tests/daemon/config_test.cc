@@ -99,6 +99,34 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   }
 }
 
+// Hot spares (#13): off unless set; tier and count validated with the key named in the error.
+TEST(DaemonConfigTest, Spares) {
+  auto off = ParseDaemonConfig(YAML::Node(), "x");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->spares.per_domain, 0) << "off by default";
+  EXPECT_EQ(off->spares.tier, "");
+  auto on = ParseDaemonConfig(YAML::Load("{spares: {tier: leaf, per_domain: 2}}"), "x");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->spares.tier, "leaf");
+  EXPECT_EQ(on->spares.per_domain, 2);
+  auto just_count = ParseDaemonConfig(YAML::Load("{spares: {per_domain: 1}}"), "x");
+  ASSERT_TRUE(just_count.ok()) << just_count.status();
+  EXPECT_EQ(just_count->spares.tier, "") << "the tier right above the nodes";
+  EXPECT_EQ(just_count->spares.per_domain, 1);
+  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
+           {"{spares: {per_domain: -1}}", "per_domain"},
+           {"{spares: {per_domain: 5000}}", "per_domain"},
+           {"{spares: {per_domain: two}}", "per_domain"},
+           {"{spares: {tier: node, per_domain: 1}}", "daemon.spares.tier"},
+           {"{spares: {teir: leaf}}", "teir"},
+           {"{spares: 3}", "daemon.spares: expected a mapping"}}) {
+    auto r = ParseDaemonConfig(YAML::Load(bad), "cfg.yaml");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << bad << ": " << r.status();
+    EXPECT_NE(r.status().message().find("cfg.yaml"), std::string::npos) << r.status();
+  }
+}
+
 TEST(DaemonConfigTest, LeaderElection) {
   auto d = ParseDaemonConfig(YAML::Node(), "x");
   ASSERT_TRUE(d.ok());

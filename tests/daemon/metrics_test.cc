@@ -258,6 +258,46 @@ TEST(MetricsTest, NodeAndGpuHealthFollowTheModel) {
   EXPECT_EQ(Event(m, "node_healthy"), 1);
 }
 
+// Hot spares (#13): topogang_spare_nodes{tier,state} partitions the pool (idle, in_use,
+// unhealthy), labelled with the tier only; no series at all while spares are off.
+TEST(MetricsTest, SpareNodesByState) {
+  Harness h(TestCluster(8));  // two racks of four nodes
+  ASSERT_TRUE(h.ok());
+  auto spares = [](const PromText& m, const char* state) {
+    return m.Get("topogang_spare_nodes", {{"tier", "rack"}, {"state", state}});
+  };
+  PromText m = Scrape(h);
+  for (const auto& s : m.samples()) EXPECT_NE(s.name, "topogang_spare_nodes") << "spares are off";
+  SpareOptions one;
+  one.per_domain = 1;  // per domain of the tier right above the nodes (rack)
+  h.state().SetSpareOptions(one);
+  h.state().SetMarkedSpares({"gpu-node-004"});  // rack-001's one spare, by label
+  m = Scrape(h);
+  ASSERT_EQ(m.families().count("topogang_spare_nodes"), 1u);
+  EXPECT_EQ(m.families().at("topogang_spare_nodes").type, "gauge");
+  EXPECT_EQ(spares(m, "idle"), 2) << "gpu-node-003 (rack-000's last idle node) and gpu-node-004";
+  EXPECT_EQ(spares(m, "in_use"), 0);
+  EXPECT_EQ(spares(m, "unhealthy"), 0);
+  // The labelled spare fails (it stays a spare: the label says so); the other takes a
+  // replacement member.
+  ASSERT_TRUE(h.state().SetNodeHealth("gpu-node-004", HealthSource::kKubeNotReady, true, "").ok());
+  h.state().With([&](GangScheduler& s) {
+    const int n = s.cluster().FindNode("gpu-node-003");
+    GangSpec g;
+    g.name = "repl";
+    g.gpus_per_member = 2;
+    Placement p;
+    p.members.push_back(
+        MemberPlacement{n, {s.cluster().node(n).gpu_begin, s.cluster().node(n).gpu_begin + 1}});
+    EXPECT_TRUE(s.Adopt(g, p, GangState::kRunning, absl::Now()).ok());
+    return 0;
+  });
+  m = Scrape(h);
+  EXPECT_EQ(spares(m, "idle"), 0);
+  EXPECT_EQ(spares(m, "in_use"), 1);
+  EXPECT_EQ(spares(m, "unhealthy"), 1);
+}
+
 TEST(MetricsTest, StandbyRepliesAndLeadershipAreVisible) {
   Harness h(TestCluster(8));
   ASSERT_TRUE(h.ok());

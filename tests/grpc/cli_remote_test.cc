@@ -1,10 +1,11 @@
 // The topogang CLI against an in-process daemon over loopback: dry-run --server, explain, gangs,
-// drain/undrain, tables and JSON, and its exit codes on bad input.
+// drain/undrain, spares, tables and JSON, and its exit codes on bad input.
 #include <gmock/gmock.h>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "tests/grpc/grpc_test_env.h"
 
@@ -111,6 +112,74 @@ TEST_F(CliRemoteTest, DrainAndUndrain) {
   EXPECT_EQ(Cli("drain lab-b1").first, 2);  // no reason
   EXPECT_EQ(Cli("drain ghost --reason x").first, 2);
   EXPECT_EQ(Cli("drain --reason x").first, 2);
+}
+
+// Hot spares (#13): `topogang spares` lists them with their domain, idle or used by which gang;
+// `gangs` marks a member on a spare; a dry run does not count spares as capacity.
+TEST_F(CliRemoteTest, SparesListedAndMarked) {
+  auto [code, out] = Cli("spares");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("no spares"));
+  SpareOptions per_leaf;
+  per_leaf.tier = "leaf";
+  per_leaf.per_domain = 1;
+  env.state->SetSpareOptions(per_leaf);
+  env.state->SetMarkedSpares({"lab-b1"});  // counts as leaf-b's one spare
+  std::tie(code, out) = Cli("spares --format json");
+  ASSERT_EQ(code, 0) << out;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["tier"], "leaf");
+  ASSERT_EQ(j["spares"].size(), 2u) << out;
+  std::set<std::string> leaves;
+  std::string leaf_a_spare;
+  for (const auto& s : j["spares"]) {
+    const std::string node = s["node"];
+    leaves.insert(s["domain"].get<std::string>());
+    EXPECT_TRUE(s["gangs"].empty()) << node;
+    EXPECT_EQ(s["free_gpus"], 8) << node << ": only idle nodes become spares";
+    EXPECT_EQ(s["marked"].get<bool>(), node == "lab-b1") << node;
+    if (node != "lab-b1") leaf_a_spare = node;
+  }
+  EXPECT_EQ(leaves, (std::set<std::string>{"sp1/leaf-a", "sp1/leaf-b"}));
+  // A replacement member of gang `repl` on lab-b1 (as the ledger places one).
+  env.state->WithSpares([&](GangScheduler& s, const SparePool& pool) {
+    const int n = s.cluster().FindNode("lab-b1");
+    ASSERT_TRUE(pool.IsSpare(n));
+    GangSpec g;
+    g.name = "repl";
+    g.gpus_per_member = 8;
+    Placement p;
+    MemberPlacement m;
+    m.node = n;
+    for (int i = 0; i < 8; ++i) m.gpus.push_back(s.cluster().node(n).gpu_begin + i);
+    p.members.push_back(m);
+    ASSERT_TRUE(s.Adopt(g, p, GangState::kRunning, env.clock.Now()).ok());
+  });
+  std::tie(code, out) = Cli("spares");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("in-use"));
+  EXPECT_THAT(out, HasSubstr("repl"));
+  EXPECT_THAT(out, HasSubstr(leaf_a_spare));
+  EXPECT_THAT(out, HasSubstr("2 spare(s) per leaf"));
+  EXPECT_THAT(out, HasSubstr("1 idle"));
+  std::tie(code, out) = Cli("gangs");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("[spare: lab-b1 (member 0)]"));
+  std::tie(code, out) = Cli("gangs --format json --state running");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out)["gangs"][0]["spare_members"], nlohmann::json::array({0}));
+  // 64 GPUs - train-a's 16 - repl's 8 - the idle spare of leaf-a's 8.
+  const std::string jobs = testing::SourceDir() + "/examples/jobs/lab-jobs.yaml";
+  std::tie(code, out) = Cli("dry-run --jobs " + jobs);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("32 of 64 GPUs free"));
+  std::tie(code, out) = Cli("dry-run --format json --jobs " + jobs);
+  ASSERT_EQ(code, 0) << out;
+  for (const auto& r : nlohmann::json::parse(out)["results"]) {
+    if (!r.contains("placement")) continue;
+    for (const auto& n : r["placement"]["nodes"]) EXPECT_NE(n, leaf_a_spare) << r["gang"];
+  }
+  EXPECT_EQ(Cli("spares extra").first, 2);
 }
 
 TEST_F(CliRemoteTest, UnreachableDaemonAndMissingServer) {

@@ -34,6 +34,8 @@ struct TopogangdOptions {
   int bind_parallelism = 64;  // daemon.bind_parallelism (the shipped default)
   double reservation_ttl_seconds = 30;
   std::string topology = "{preset: topograph}";  // the config file's topology: value
+  // More keys of the daemon: mapping, e.g. "spares: {per_domain: 1}".
+  std::string daemon_extra = "";
   absl::Duration ready_timeout = absl::Seconds(30);
 };
 
@@ -63,7 +65,8 @@ class TopogangdProcess {
         << "topology: " << o.topology << "\n"
         << "scheduler: {reservation_ttl_seconds: " << o.reservation_ttl_seconds << "}\n"
         << "daemon: {bind_window_ms: " << o.bind_window_ms
-        << ", bind_parallelism: " << o.bind_parallelism << "}\n";
+        << ", bind_parallelism: " << o.bind_parallelism
+        << (o.daemon_extra.empty() ? "" : ", " + o.daemon_extra) << "}\n";
     port_ = FreeLoopbackPort();
     const std::vector<std::string> args = {"topogangd",
                                            "--kubeconfig",
