@@ -2,6 +2,7 @@
 // (not N singletons); a gang caught mid-bind gets its missing members placed next to the bound
 // ones and bound through a barrier that waits only for them; members free their GPUs as their
 // pods go and the last one releases the gang; pods disagreeing with their gang stay singletons.
+// Hot spares are chosen after the adoption, and a member lost later takes its rack's spare.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -358,6 +359,49 @@ TEST(RegroupTest, RebuildWhileMissingMembersWaitRegroupsAndStartsThemOver) {
   EXPECT_EQ(b3.get(), "");
   EXPECT_EQ(f.Members("default/train"), 4);
   EXPECT_EQ(f.UsedGpus(), 32);
+  EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
+}
+
+}  // namespace
+}  // namespace topogang
+
+namespace topogang {
+namespace {
+
+std::set<std::string> Spares(DaemonState& state) {
+  std::set<std::string> out;
+  for (const DaemonState::SpareNode& n : state.ListSpares().nodes) out.insert(n.node);
+  return out;
+}
+
+// Hot spares (#13) across a restart: the pool is chosen once the bound pods are adopted, so a node
+// found running a pod is not promised as an idle spare; a label change moves the pool at once; a
+// member of the regrouped gang lost afterwards is replaced on the spare of its node's rack.
+TEST(RegroupTest, SparesAreChosenAfterBoundPodsAreAdopted) {
+  Fixture f(8);  // two racks of four nodes
+  SpareOptions one;
+  one.per_domain = 1;
+  f.state.SetSpareOptions(one);
+  EXPECT_EQ(Spares(f.state), (std::set<std::string>{"gpu-node-003", "gpu-node-007"}));
+  f.state.SetMarkedSpares({"gpu-node-000"});  // labelled: rack-000's one spare now
+  EXPECT_EQ(Spares(f.state), (std::set<std::string>{"gpu-node-000", "gpu-node-007"}));
+  f.state.SetMarkedSpares({});
+  // A restart finds gang train running on gpu-node-002 and gpu-node-003.
+  std::vector<PodInfo> pods = {Member("train", 2, 0, 8, "gpu-node-002"),
+                               Member("train", 2, 1, 8, "gpu-node-003")};
+  ASSERT_TRUE(f.ledger.Rebuild(TestCluster(8), pods).ok());
+  EXPECT_EQ(Spares(f.state), (std::set<std::string>{"gpu-node-001", "gpu-node-007"}))
+      << "gpu-node-003 is busy: rack-000's spare is its last idle node";
+  // Member 1 is lost with its pod; the controller creates it again.
+  f.ledger.PodDeleted(pods[1]);
+  testing::PodOpts o = GangPod("train", 2, 1, 8);
+  o.name += "-again";
+  o.uid = "uid-" + o.name;
+  ExtenderFilterResult r = f.Filter(MakePod(o));
+  ASSERT_EQ(r.node_names.size(), 1u)
+      << (r.failed_unresolvable.empty() ? r.error : r.failed_unresolvable[0].second);
+  EXPECT_EQ(r.node_names[0], "gpu-node-001") << "the spare of the lost node's rack";
+  EXPECT_TRUE(f.SawEvent("spare-taken", "default/train"));
   EXPECT_TRUE(f.Invariants().ok()) << f.Invariants();
 }
 
