@@ -103,6 +103,7 @@ void GangLedger::DropEntryLocked(const std::string& id, const std::string& why, 
   gangs_.erase(it);
   pending_.erase(id);
   fills_.erase(id);
+  elastic_.Forget(id);
   if (release_core) {
     state_.With([&](GangScheduler& s) { return s.Release(id); }).IgnoreError();
   }

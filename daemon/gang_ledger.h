@@ -42,6 +42,7 @@
 #include "k8s/gang_labels.h"
 #include "k8s/pod_info.h"
 #include "scheduler/admission.h"
+#include "scheduler/elastic.h"
 #include "scheduler/preemption.h"
 
 namespace topogang {
@@ -219,6 +220,10 @@ class GangLedger {
     bool permit_barrier = false;
     std::vector<Member> slots;
     std::optional<absl::Time> fill_deadline;  // clock time: missing members' reservation TTL
+    // Elastic gang (topogang.io/min-members): its maximum size; 0 for an ordinary gang. It was
+    // reserved with its minimum (spec.members, which grows with it) in a domain chosen for
+    // growth, and takes more members as pods come and GPUs free up there.
+    int elastic_max = 0;
   };
   using Job = std::function<void()>;
 
@@ -323,6 +328,20 @@ class GangLedger {
   void ExpireNominationsLocked(absl::Time now);
   void PreemptorPlacedLocked(const std::string& id);
   void EvictionsDone(const std::string& id, const absl::Status& st);
+
+  // Elastic gangs (daemon/ledger_elastic.cc). Under the DaemonState lock: reserves `spec`'s
+  // first `min_members` in a domain with room to grow toward spec.members, inside the nodes
+  // kube-scheduler offered and the gang does not avoid.
+  absl::Status StartElasticLocked(GangScheduler& s, const GangSpec& spec, int min_members,
+                                  absl::Time now);
+  // A pod of running elastic gang `id` with no free slot: one more member in the start domain,
+  // among the offered nodes. Its slot on success (the pod then binds alone), otherwise the
+  // filter's answer.
+  absl::StatusOr<int> GrowElasticLocked(const std::string& id, Entry& e, const PodInfo& pod,
+                                        const std::string& key,
+                                        const std::vector<std::string>& offered,
+                                        std::vector<GangNotice>* notices);
+  ElasticGangs elastic_;
 
   // Per-job exclusion (daemon/ledger_exclusion.cc): the nodes `gang` avoids by name (its pod's
   // topogang.io/avoid-nodes, where its members failed within failed_node_memory, and slow nodes

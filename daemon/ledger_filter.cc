@@ -53,9 +53,14 @@ FilterDecision FailAll(std::string reason, bool unresolvable) {
   return d;
 }
 
-// Nodes of the model that kube-scheduler did not offer for this pod: its own filters rejected
-// them (selectors, affinity, taints it does not tolerate, other resources). O(nodes + offered),
-// paid once per gang reservation, not per member.
+FilterDecision ErrorResult(const std::string& error) {
+  FilterDecision d = FailAll("topogang: " + error, /*unresolvable=*/true);
+  d.error = error;
+  return d;
+}
+
+}  // namespace
+
 std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string>& offered) {
   absl::flat_hash_set<absl::string_view> ok(offered.begin(), offered.end());
   std::vector<int> out;
@@ -64,14 +69,6 @@ std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string
   }
   return out;
 }
-
-FilterDecision ErrorResult(const std::string& error) {
-  FilterDecision d = FailAll("topogang: " + error, /*unresolvable=*/true);
-  d.error = error;
-  return d;
-}
-
-}  // namespace
 
 GangResolution GangLedger::Resolve(const PodInfo& pod) const {
   return ResolveGang(pod, lookup_.load(), [this](const std::string& label) -> std::string {
@@ -168,19 +165,22 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       it = gangs_.end();
     } else if (it != gangs_.end()) {
       const GangSpec& have = it->second.spec;
-      if (have.members != spec.members || have.gpus_per_member != spec.gpus_per_member ||
+      const int have_size = it->second.elastic_max > 0 ? it->second.elastic_max : have.members;
+      if (have_size != spec.members || have.gpus_per_member != spec.gpus_per_member ||
           have.required_tier != spec.required_tier || have.slice.members != spec.slice.members ||
           have.slice.tier != spec.slice.tier) {
         decided = true;
         result = ErrorResult(absl::StrCat(
             "pod ", pod.Key(), " says gang ", id, " is ", spec.members, " pods x ",
             spec.gpus_per_member, " GPUs", spec.required_tier.empty() ? "" : " within one ",
-            spec.required_tier, ", but its members so far say ", have.members, " pods x ",
+            spec.required_tier, ", but its members so far say ", have_size, " pods x ",
             have.gpus_per_member, " GPUs", have.required_tier.empty() ? "" : " within one ",
             have.required_tier, "; all members must carry the same values"));
       }
     } else {
       absl::Time now = state_.clock().Now();
+      const int elastic_min = multi ? membership->min_members : 0;
+      bool started_elastic = false;
       // Planned with the hot spares hidden: ordinary work, gangs of one included, never lands
       // on a spare (ReserveBestOffered sees no free GPU there either).
       absl::Status st = state_.Plan([&](GangScheduler& s) -> absl::Status {
@@ -192,7 +192,14 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           std::vector<int>& ex = excluded_[id];
           ex = NodesNotOffered(s.cluster(), offered);
           for (int n : NodeIndexes(s.cluster(), *avoid)) ex.push_back(n);
-          return admission_->Admit(s, spec, now, ExclusionLocked()).status();
+          absl::Status admitted = admission_->Admit(s, spec, now, ExclusionLocked()).status();
+          if (elastic_min > 0 && absl::IsResourceExhausted(admitted) &&
+              StartElasticLocked(s, spec, elastic_min, now).ok()) {
+            admission_->Forget(s, id);  // started smaller: it no longer waits in the queue
+            started_elastic = true;
+            return absl::OkStatus();
+          }
+          return admitted;
         }
         if (!avoid->empty()) excluded_[id] = NodeIndexes(s.cluster(), *avoid);
         auto r = admission_->Admit(s, spec, now, ExclusionLocked());
@@ -234,7 +241,11 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         e.multi = multi;
         e.permit_barrier = multi && membership->upstream &&
                            options_.gang_barrier == GangLedgerOptions::GangBarrier::kAuto;
-        e.slots.resize(spec.members);
+        if (started_elastic) {
+          e.elastic_max = spec.members;
+          e.spec.members = elastic_min;
+        }
+        e.slots.resize(e.spec.members);
         it = gangs_.emplace(id, std::move(e)).first;
         pending_.insert(id);
         std::vector<std::string> nodes = SlotNodesLocked(id);
@@ -246,15 +257,25 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
                         "reserve",
                         id,
                         distinct.size() == 1 ? distinct[0] : "",
-                        absl::StrCat(spec.members, "x", spec.gpus_per_member, " GPUs on ",
-                                     distinct.size(), " nodes")});
+                        absl::StrCat(it->second.spec.members, "x", spec.gpus_per_member,
+                                     " GPUs on ", distinct.size(), " nodes",
+                                     started_elastic ? absl::StrCat(" (elastic: its minimum of ",
+                                                                    spec.members, ")")
+                                                     : "")});
         if (multi) {
-          notice = GangNotice{"Normal",
-                              "GangReserved",
-                              id,
-                              absl::StrCat("topogang reserved ", spec.total_gpus(), " GPUs on ",
-                                           distinct.size(), " nodes for ", GangLabel(spec, multi)),
-                              {PodBinding{pod.name, pod.namespace_, pod.uid, ""}}};
+          const GangSpec& got = it->second.spec;
+          notice = GangNotice{
+              "Normal",
+              "GangReserved",
+              id,
+              absl::StrCat("topogang reserved ", got.total_gpus(), " GPUs on ", distinct.size(),
+                           " nodes for ", GangLabel(spec, multi),
+                           started_elastic
+                               ? absl::StrCat(": its minimum of ", got.members,
+                                              " members now (topogang.io/min-members), more as "
+                                              "GPUs free up next to them")
+                               : ""),
+              {PodBinding{pod.name, pod.namespace_, pod.uid, ""}}};
         }
       }
     }
@@ -306,7 +327,34 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           auto w = wanted.find(n);
           if (w != wanted.end() && (slot < 0 || w->second < slot)) slot = w->second;
         }
-        if (slot < 0 && free_slots > 0 && DropForReplanLocked(id, &fails)) {
+        bool grew = false;  // an elastic gang's pod beyond its size took a new slot
+        if (slot < 0 && free_slots == 0 && e.elastic_max > 0 &&
+            static_cast<int>(e.slots.size()) < e.elastic_max) {
+          // An elastic gang's pod beyond its current size: it joins once the gang runs, where
+          // there is room next to it (it binds alone, like a replacement).
+          if (!e.running) {
+            result = ErrorResult(absl::StrCat(
+                "gang ", id, " starts with ", e.spec.members, " of its ", e.elastic_max,
+                " members (topogang.io/min-members); pod ", pod.Key(), " joins it once they run"));
+            decided = true;
+          } else if (absl::StatusOr<int> grown =
+                         GrowElasticLocked(id, e, pod, key, offered, &notices);
+                     grown.ok()) {
+            slot = *grown;
+            nodes = SlotNodesLocked(id);
+            grew = true;
+          } else {
+            result =
+                FailAll(absl::StrCat("topogang: elastic ", GangLabel(e.spec, true), " of up to ",
+                                     e.elastic_max, " cannot grow now: ", grown.status().message()),
+                        /*unresolvable=*/true);
+            decided = true;
+            state_.Publish({0, {}, "unschedulable", id, "", std::string(grown.status().message())});
+          }
+        }
+        if (decided || grew) {
+          // Answered above: an elastic gang's pod beyond its current size.
+        } else if (slot < 0 && free_slots > 0 && DropForReplanLocked(id, &fails)) {
           // The reservation sat on nodes kube-scheduler will not give this pod: plan the gang
           // again inside what this pod was offered (below, outside the lock).
           replan = true;

@@ -266,6 +266,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     by_pod_.clear();
     pending_.clear();
     fills_.clear();
+    elastic_ = ElasticGangs{};  // start domains of the old model: such a gang grows no more
     GangScheduler fresh(std::move(cluster),
                         state_.With([](GangScheduler& s) { return s.options(); }));
     state_.ReplaceScheduler(std::move(fresh));

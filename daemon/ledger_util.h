@@ -19,4 +19,9 @@ inline void RunFails(FailList& fails) {
   fails.clear();
 }
 
+// Nodes of the model that kube-scheduler did not offer for a pod: its own filters rejected them
+// (selectors, affinity, taints it does not tolerate, other resources). O(nodes + offered), paid
+// once per gang reservation or growth, not per member.
+std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string>& offered);
+
 }  // namespace topogang

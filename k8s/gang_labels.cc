@@ -145,6 +145,17 @@ absl::Status ParsePlacementKeys(const std::map<std::string, std::string>& labels
   } else if (!g->slice.tier.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(kSliceTierKey, " needs ", kSliceSizeKey));
   }
+  auto min = Lookup(labels, annotations, kMinMembersKey);
+  if (!min.ok()) return min.status();
+  if (!min->empty()) {
+    auto n = StrictCount(kMinMembersKey, *min, g->size);
+    if (!n.ok()) return n.status();
+    g->min_members = *n < g->size ? *n : 0;  // min == size: an ordinary gang
+    if (g->min_members > 0 && g->slice.members > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(kMinMembersKey, " with ", kSliceSizeKey,
+                                                     ": elastic gangs cannot have slices yet"));
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 //   topogang.io/preferred-tier  tier it should fit in if possible
 //   topogang.io/slice-size      members per slice (tensor/pipeline groups)
 //   topogang.io/slice-tier      tier each slice must fit in
+//   topogang.io/min-members     elastic gang: starts with this many, grows to gang-size
 //
 //   kueue.x-k8s.io/pod-group-name         label: gang name (Kueue plain pod groups)
 //   kueue.x-k8s.io/pod-group-total-count  annotation: number of member pods
@@ -30,6 +31,9 @@ inline constexpr char kRequiredTierKey[] = "topogang.io/required-tier";
 inline constexpr char kPreferredTierKey[] = "topogang.io/preferred-tier";
 inline constexpr char kSliceSizeKey[] = "topogang.io/slice-size";
 inline constexpr char kSliceTierKey[] = "topogang.io/slice-tier";
+// An elastic gang (#13): it starts once this many members fit (1 <= min < size) and grows toward
+// its size as GPUs free up next to it (scheduler/elastic.h).
+inline constexpr char kMinMembersKey[] = "topogang.io/min-members";
 inline constexpr char kKueueGroupLabel[] = "kueue.x-k8s.io/pod-group-name";
 inline constexpr char kKueueCountAnnotation[] = "kueue.x-k8s.io/pod-group-total-count";
 // Written by topogang on each gang member as it is bound (a launcher reads them, e.g. through
@@ -55,7 +59,8 @@ struct GangMembership {
   // Named through the upstream API (scheduling.k8s.io): kube-scheduler's GangScheduling plugin
   // already holds its members together at Permit, before the extender's bind.
   bool upstream = false;
-  int index = -1;  // the member's rank where the convention gives one (informational)
+  int index = -1;       // the member's rank where the convention gives one (informational)
+  int min_members = 0;  // elastic: starts with this many (0: not elastic; else < size)
 
   // The core's view of the gang (name = id) for members of `gpus_per_member` GPUs.
   GangSpec ToSpec(int gpus_per_member) const;

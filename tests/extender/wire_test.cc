@@ -308,6 +308,17 @@ TEST(GangLabelsTest, TopogangAndKueueConventions) {
   auto none = ParseGangMembership("ns", {{"app", "x"}}, {});
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->has_value());
+
+  // Elastic: min-members below the size; equal to it is an ordinary gang.
+  auto e = ParseGangMembership("ns", {{"topogang.io/gang", "el"}},
+                               {{"topogang.io/gang-size", "8"}, {"topogang.io/min-members", "2"}});
+  ASSERT_TRUE(e.ok() && e->has_value()) << e.status();
+  EXPECT_EQ((*e)->min_members, 2);
+  auto full =
+      ParseGangMembership("ns", {{"topogang.io/gang", "el"}},
+                          {{"topogang.io/gang-size", "8"}, {"topogang.io/min-members", "8"}});
+  ASSERT_TRUE(full.ok() && full->has_value());
+  EXPECT_EQ((*full)->min_members, 0);
 }
 
 TEST(GangLabelsTest, MalformedMembershipIsAnError) {
@@ -325,6 +336,15 @@ TEST(GangLabelsTest, MalformedMembershipIsAnError) {
       {{{"kueue.x-k8s.io/pod-group-name", "g"}}, {}},  // Kueue without count
       {{{"topogang.io/gang", "g"}},
        {{"topogang.io/gang-size", "4"}, {"topogang.io/slice-size", "2"}}},
+      {{{"topogang.io/gang", "g"}},
+       {{"topogang.io/gang-size", "4"}, {"topogang.io/min-members", "5"}}},  // above the size
+      {{{"topogang.io/gang", "g"}},
+       {{"topogang.io/gang-size", "4"}, {"topogang.io/min-members", "0"}}},
+      {{{"topogang.io/gang", "g"}},
+       {{"topogang.io/gang-size", "4"},
+        {"topogang.io/min-members", "2"},
+        {"topogang.io/slice-size", "2"},
+        {"topogang.io/slice-tier", "leaf"}}},  // elastic with slices: not yet
   };
   for (const auto& [l, a] : bad) EXPECT_FALSE(ParseGangMembership("ns", l, a).ok());
 }

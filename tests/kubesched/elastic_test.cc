@@ -1,0 +1,121 @@
+// Elastic gangs (#13) end to end: the real topogangd (cluster mode) behind the kube-scheduler
+// emulator and the fake API server. A controller creates all eight pods of an 8 x 8-GPU gang
+// labelled topogang.io/min-members=2 on a cluster with one free leaf of four nodes: the gang starts
+// with its minimum, grows to fill that leaf as its other pods are retried, and does not spread
+// into the other leaf when GPUs free up there; the pods it cannot use stay pending.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/kubesched/emulator.h"
+#include "tests/kubesched/topogangd_process.h"
+#include "tests/support/fake_apiserver.h"
+
+namespace topogang::kubesched {
+namespace {
+
+using testing::GangPod;
+using topogang::testing::FakeApiServer;
+
+std::string NodeName(int i) { return absl::StrCat("gpu-node-", i); }
+std::string LeafOf(const std::string& node) {
+  return std::stoi(node.substr(9)) < 4 ? "leaf-0" : "leaf-1";
+}
+
+// 8 nodes x 8 GPUs, two leaves of four.
+Json Node(int i) {
+  Json n = topogang::testing::MakeNode(NodeName(i), 8,
+                                       {{"network.topology.nvidia.com/spine", "spine-0"},
+                                        {"network.topology.nvidia.com/leaf", LeafOf(NodeName(i))}});
+  n["status"]["allocatable"]["pods"] = "110";
+  return n;
+}
+
+class ElasticEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 8; ++i) api.PutNode(Node(i));
+    ASSERT_TRUE(topogangd
+                    .Start({.binary = std::string(TOPOGANG_BIN_DIR) + "/topogangd",
+                            .api_url = api.url(),
+                            .bind_window_ms = 300,
+                            .reservation_ttl_seconds = 3,
+                            .daemon_extra = ""})
+                    .ok())
+        << topogangd.Log();
+    EmulatorOptions o;
+    o.api_server_url = api.url();
+    o.scheduler_name = "topogang-scheduler";
+    o.extenders = {ExtenderConfig{.url_prefix = topogangd.url(), .weight = 5}};
+    o.percentage_of_nodes_to_score = 100;
+    o.time_scale = 10;
+    emu = std::make_unique<Emulator>(o);
+    ASSERT_TRUE(emu->Start().ok());
+  }
+  void TearDown() override {
+    if (emu) emu->Stop();
+    topogangd.Stop();
+  }
+  std::string BoundNode(const std::string& pod) {
+    auto r = emu->Record("default/" + pod);
+    return r ? r->node_name : "";
+  }
+  std::set<std::string> BoundNodes(const std::string& gang, int size) {
+    std::set<std::string> out;
+    for (int m = 0; m < size; ++m) {
+      const std::string n = BoundNode(absl::StrCat(gang, "-", m));
+      if (!n.empty()) out.insert(n);
+    }
+    return out;
+  }
+
+  FakeApiServer api;
+  testing::TopogangdProcess topogangd;
+  std::unique_ptr<Emulator> emu;
+};
+
+TEST_F(ElasticEndToEnd, StartsWithItsMinimumAndGrowsInsideItsLeafOnly) {
+  // "big" (4 x 8) takes a whole leaf.
+  for (int m = 0; m < 4; ++m) api.PutPod(GangPod(absl::StrCat("big-", m), "big", 4, 8));
+  ASSERT_TRUE(emu->WaitFor([&] { return BoundNodes("big", 4).size() == 4; }, absl::Seconds(20)))
+      << topogangd.LogTail(30);
+  const std::string big_leaf = LeafOf(*BoundNodes("big", 4).begin());
+  // "el": 8 x 8, min-members 2, all pods created at once.
+  for (int m = 0; m < 8; ++m) {
+    Json p = GangPod(absl::StrCat("el-", m), "el", 8, 8);
+    p["metadata"]["annotations"]["topogang.io/min-members"] = "2";
+    api.PutPod(p);
+  }
+  // It fills the free leaf: 4 members, all there.
+  ASSERT_TRUE(emu->WaitFor([&] { return BoundNodes("el", 8).size() == 4; }, absl::Seconds(20)))
+      << topogangd.LogTail(30);
+  for (const std::string& n : BoundNodes("el", 8)) EXPECT_NE(LeafOf(n), big_leaf) << n;
+  EXPECT_NE(topogangd.Log().find("elastic gang default/el grows to"), std::string::npos)
+      << topogangd.LogTail(30);
+  // "big" finishes: its leaf is free, but "el" started in the other one and does not spread.
+  // Its pending pods are tried again (the deletions are cluster events) and stay pending.
+  std::map<std::string, int> errors_before;
+  for (int m = 0; m < 8; ++m) {
+    auto r = emu->Record(absl::StrCat("default/el-", m));
+    if (r && r->node_name.empty()) errors_before[r->key] = r->fit_errors;
+  }
+  ASSERT_EQ(errors_before.size(), 4u);
+  for (int m = 0; m < 4; ++m) api.DeletePod("default", absl::StrCat("big-", m));
+  ASSERT_TRUE(emu->WaitFor(
+      [&] {
+        for (const auto& [key, before] : errors_before) {
+          auto r = emu->Record(key);
+          if (!r || r->fit_errors <= before) return false;
+        }
+        return true;
+      },
+      absl::Seconds(20)))
+      << "the pending members were not tried again";
+  EXPECT_EQ(BoundNodes("el", 8).size(), 4u);
+  for (const std::string& n : BoundNodes("el", 8)) EXPECT_NE(LeafOf(n), big_leaf) << n;
+}
+
+}  // namespace
+}  // namespace topogang::kubesched
