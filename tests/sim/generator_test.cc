@@ -113,7 +113,9 @@ TEST(Generator, ModelsOnlyWhereTheJobFits) {
   auto t = GenerateTrace(o);
   ASSERT_TRUE(t.ok());
   for (const TraceJob& j : t->jobs) {
-    if (j.sku == "A100") EXPECT_LE(4 * j.total_gpus(), 96) << j.id;
+    if (j.sku == "A100") {
+      EXPECT_LE(4 * j.total_gpus(), 96) << j.id;
+    }
   }
 }
 
