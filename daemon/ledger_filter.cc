@@ -165,6 +165,14 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       it = gangs_.end();
     } else if (it != gangs_.end()) {
       const GangSpec& have = it->second.spec;
+      if (it->second.elastic_max > 0 && membership.has_value() && membership->min_members > 0 &&
+          spec.members != it->second.elastic_max) {
+        // Its job was scaled (an autoscaler changed a PyTorchJob's workers): the maximum follows,
+        // never below the members it has.
+        it->second.elastic_max = std::max(spec.members, static_cast<int>(it->second.slots.size()));
+        elastic_.SetMaxMembers(id, it->second.elastic_max);
+        spec.members = it->second.elastic_max;
+      }
       const int have_size = it->second.elastic_max > 0 ? it->second.elastic_max : have.members;
       if (have_size != spec.members || have.gpus_per_member != spec.gpus_per_member ||
           have.required_tier != spec.required_tier || have.slice.members != spec.slice.members ||

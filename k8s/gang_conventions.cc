@@ -299,7 +299,8 @@ Claim PyTorchClaim(const PodInfo& pod, const GroupObjectLookup* lookup) {
   Claim c;
   GroupObject obj;
   if (!Fetch(lookup, GroupKind::kPyTorchJob, pod.namespace_, job, source, &obj, &c)) return c;
-  if (obj.elastic) return Claim{};  // elastic jobs change their worker count: scheduled per pod
+  // An elastic job without a minimum says nothing about when it can start: scheduled per pod.
+  if (obj.elastic && obj.elastic_min_workers == 0) return Claim{};
   const std::string type = Value(pod.labels, kKubeflowReplicaTypeKey);
   auto replica = Index(pod.labels, kKubeflowReplicaIndexKey);
   if (!replica.ok()) return ErrorClaim(source, std::string(replica.status().message()));
@@ -322,8 +323,18 @@ Claim PyTorchClaim(const PodInfo& pod, const GroupObjectLookup* lookup) {
                       absl::StrCat(kKubeflowReplicaTypeKey, "=\"", type.substr(0, 32),
                                    "\" is not a GPU replica type of PyTorchJob ", obj.Key()));
   }
-  return GangClaim(source, absl::StrCat(pod.namespace_, "/pytorchjob:", obj.name), total,
-                   *replica < 0 ? -1 : offset + *replica);
+  Claim claim = GangClaim(source, absl::StrCat(pod.namespace_, "/pytorchjob:", obj.name), total,
+                          *replica < 0 ? -1 : offset + *replica);
+  if (obj.elastic) {
+    // elasticPolicy.minReplicas counts workers; the other GPU replicas (a Master) are needed too.
+    int workers = 0;
+    for (const GroupPart& p : obj.parts) {
+      if (p.gpus > 0 && absl::EqualsIgnoreCase(p.name, "Worker")) workers += p.pods;
+    }
+    const int min = obj.elastic_min_workers + (total - workers);
+    if (min < total) claim.gang.min_members = min;
+  }
+  return claim;
 }
 
 std::string Describe(const Claim& c) {

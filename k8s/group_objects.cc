@@ -238,7 +238,14 @@ absl::Status ParseLeaderWorkerSet(const Json& spec, absl::string_view resource, 
 absl::Status ParsePyTorchJob(const Json& spec, absl::string_view resource, GroupObject* g) {
   // training-operator: pkg/apis/kubeflow.org/v1/pytorch_types.go (pytorchReplicaSpecs map of
   // replica type -> {replicas, template}, elasticPolicy).
-  g->elastic = GoField(spec, "elasticPolicy") != nullptr;
+  const Json* elastic = GoField(spec, "elasticPolicy");
+  g->elastic = elastic != nullptr;
+  if (elastic != nullptr) {
+    if (!elastic->is_object()) return Bad("PyTorchJob.spec.elasticPolicy", "expected an object");
+    auto min = Count(*elastic, "minReplicas", "PyTorchJob.spec.elasticPolicy.minReplicas", 0, 1);
+    if (!min.ok()) return min.status();
+    g->elastic_min_workers = *min;
+  }
   auto specs = JsonObject(spec, "pytorchReplicaSpecs", "PyTorchJob.spec.pytorchReplicaSpecs");
   if (!specs.ok()) return specs.status();
   if (*specs == nullptr) return absl::OkStatus();

@@ -58,6 +58,7 @@ struct GroupObject {
   bool sequenced = false;     // JobSet: InOrder startup or dependsOn (jobs start one after another)
   bool leader_ready = false;  // LWS: startupPolicy LeaderReady (workers created once it is Ready)
   bool elastic = false;       // PyTorchJob: elasticPolicy set (the worker count changes)
+  int elastic_min_workers = 0;  // PyTorchJob: elasticPolicy.minReplicas (0: not given)
 
   std::string Key() const { return namespace_ + "/" + name; }
 };

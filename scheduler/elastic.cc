@@ -116,6 +116,13 @@ absl::Status ElasticGangs::Grow(GangScheduler& sched, absl::string_view name,
   return absl::OkStatus();
 }
 
+bool ElasticGangs::SetMaxMembers(absl::string_view gang, int max_members) {
+  auto it = gangs_.find(gang);
+  if (it == gangs_.end()) return false;
+  it->second.max_members = std::clamp(max_members, it->second.min_members, kMaxGangMembers);
+  return true;
+}
+
 int ElasticGangs::start_level(absl::string_view gang) const {
   auto it = gangs_.find(gang);
   return it == gangs_.end() ? -1 : it->second.start_level;

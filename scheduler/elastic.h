@@ -43,6 +43,9 @@ class ElasticGangs {
   absl::Status Grow(GangScheduler& sched, absl::string_view gang,
                     const std::vector<MemberPlacement>& members);
   void Forget(absl::string_view gang) { gangs_.erase(gang); }
+  // The gang's maximum changed (its job was scaled: a PyTorchJob under an autoscaler); never
+  // below its minimum. False when the gang is unknown.
+  bool SetMaxMembers(absl::string_view gang, int max_members);
 
   int start_level(absl::string_view gang) const;  // -1 when unknown
 

@@ -117,12 +117,30 @@ TEST(ElasticTest, AGangThatFitsWholeIsReservedWhole) {
   EXPECT_EQ(f.UsedGpus(), 8 * 8) << "min-members only matters when the whole gang does not fit";
 }
 
-TEST(ElasticTest, MembersMustAgreeOnTheSize) {
+TEST(ElasticTest, AScaledJobMovesTheMaximum) {
+  // An autoscaler scales the job from 6 to 8 pods after the gang started with 2 in a free rack:
+  // pods saying 8 raise its maximum (they would be "conflicting" for an ordinary gang).
+  Fixture f(16);
+  ASSERT_EQ(FilterAndBind(f, "big", 12, 0, 12).size(), 12u);
+  Json a = Member("el", 6, 0, 2);
+  Json b = Member("el", 6, 1, 2);
+  const std::string na = f.FilterOne(a), nb = f.FilterOne(b);
+  auto ba = f.Bind(a, na);
+  auto bb = f.Bind(b, nb);
+  ASSERT_EQ(ba.wait_for(kWait), std::future_status::ready);
+  ASSERT_EQ(bb.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(ba.get(), "");
+  EXPECT_EQ(bb.get(), "");
+  EXPECT_EQ(FilterAndBind(f, "el", 8, 2, 4, 2).size(), 2u);
+  EXPECT_EQ(f.UsedGpus(), 16 * 8);
+}
+
+TEST(ElasticTest, APodWithoutMinMembersMustAgreeOnTheSize) {
   Fixture f(16);
   ASSERT_EQ(FilterAndBind(f, "big", 12, 0, 12).size(), 12u);
   ASSERT_FALSE(f.FilterOne(Member("el", 8, 0, 2)).empty());
-  // A pod saying the gang has 6 members conflicts with the 8 its first member said.
-  ExtenderFilterResult r = f.FilterOffered(Member("el", 6, 1, 2), f.names);
+  // A pod of the gang without the elastic key saying 6 members conflicts with the 8 it has.
+  ExtenderFilterResult r = f.FilterOffered(Member("el", 6, 1), f.names);
   EXPECT_TRUE(r.node_names.empty());
   EXPECT_NE(r.error.find("8 pods"), std::string::npos) << r.error;
 }

@@ -396,10 +396,20 @@ TEST(GangConventions, PyTorchJobIsOneGangMasterFirst) {
   EXPECT_EQ(r.gang.index, 1 + 1);
 }
 
-TEST(GangConventions, ElasticPyTorchJobAndOtherKubeflowKindsAreNoGang) {
+// elasticPolicy.minReplicas workers plus the Master: an elastic gang of 2..4 (#13). Without a
+// minimum it says nothing about when the job can start: scheduled per pod.
+TEST(GangConventions, ElasticPyTorchJobIsAnElasticGangOtherKubeflowKindsAreNoGang) {
   FakeLookup l;
   l.Add(GroupKind::kPyTorchJob, PyTorchJob(true));
-  EXPECT_EQ(Resolve(Pod(kPyTorchWorker), l).kind, K::kNone);
+  GangResolution r = Resolve(Pod(kPyTorchWorker), l);
+  ASSERT_EQ(r.kind, K::kGang) << r.message;
+  EXPECT_EQ(r.gang.size, 4);
+  EXPECT_EQ(r.gang.min_members, 2);
+  std::string no_min = PyTorchJob(true);
+  no_min.replace(no_min.find(R"("minReplicas": 1, )"), 18, "");
+  FakeLookup m;
+  m.Add(GroupKind::kPyTorchJob, no_min);
+  EXPECT_EQ(Resolve(Pod(kPyTorchWorker), m).kind, K::kNone);
   GangResolution tf = Resolve(Pod(R"({"metadata": {"name": "t-worker-0", "namespace": "ml",
     "labels": {"training.kubeflow.org/job-name": "t",
       "training.kubeflow.org/operator-name": "tfjob-controller"}},
