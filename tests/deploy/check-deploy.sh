@@ -711,7 +711,11 @@ else
       --grpc-address "127.0.0.1:$gp" >"$TMP/metricsd.log" 2>&1 &
     mpid=$!
     for _ in $(seq 300); do  # up to 30 s: ctest runs this beside other tests on 2 cores
-      metrics=$(curl -sf "http://127.0.0.1:$hp/metrics" 2>/dev/null) && break
+      # /metrics is served before the gRPC server (and its agent metrics) is up: scrape once
+      # topogangd says it is serving everything.
+      if grep -q '^topogangd: serving' "$TMP/metricsd.log"; then
+        metrics=$(curl -sf "http://127.0.0.1:$hp/metrics" 2>/dev/null) && break
+      fi
       kill -0 "$mpid" 2>/dev/null || break
       sleep 0.1
     done
