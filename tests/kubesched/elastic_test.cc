@@ -9,15 +9,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "tests/kubesched/emulator.h"
-#include "tests/kubesched/topogangd_process.h"
-#include "tests/support/fake_apiserver.h"
+#include "tests/kubesched/daemon_harness.h"
 
 namespace topogang::kubesched {
 namespace {
 
 using testing::GangPod;
-using topogang::testing::FakeApiServer;
 
 std::string NodeName(int i) { return absl::StrCat("gpu-node-", i); }
 std::string LeafOf(const std::string& node) {
@@ -33,34 +30,11 @@ Json Node(int i) {
   return n;
 }
 
-class ElasticEndToEnd : public ::testing::Test {
+class ElasticEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
     for (int i = 0; i < 8; ++i) api.PutNode(Node(i));
-    ASSERT_TRUE(topogangd
-                    .Start({.binary = std::string(TOPOGANG_BIN_DIR) + "/topogangd",
-                            .api_url = api.url(),
-                            .bind_window_ms = 300,
-                            .reservation_ttl_seconds = 3,
-                            .daemon_extra = ""})
-                    .ok())
-        << topogangd.Log();
-    EmulatorOptions o;
-    o.api_server_url = api.url();
-    o.scheduler_name = "topogang-scheduler";
-    o.extenders = {ExtenderConfig{.url_prefix = topogangd.url(), .weight = 5}};
-    o.percentage_of_nodes_to_score = 100;
-    o.time_scale = 10;
-    emu = std::make_unique<Emulator>(o);
-    ASSERT_TRUE(emu->Start().ok());
-  }
-  void TearDown() override {
-    if (emu) emu->Stop();
-    topogangd.Stop();
-  }
-  std::string BoundNode(const std::string& pod) {
-    auto r = emu->Record("default/" + pod);
-    return r ? r->node_name : "";
+    StartAll();
   }
   std::set<std::string> BoundNodes(const std::string& gang, int size) {
     std::set<std::string> out;
@@ -70,10 +44,6 @@ class ElasticEndToEnd : public ::testing::Test {
     }
     return out;
   }
-
-  FakeApiServer api;
-  testing::TopogangdProcess topogangd;
-  std::unique_ptr<Emulator> emu;
 };
 
 TEST_F(ElasticEndToEnd, StartsWithItsMinimumAndGrowsInsideItsLeafOnly) {

@@ -10,15 +10,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "tests/kubesched/emulator.h"
-#include "tests/kubesched/topogangd_process.h"
-#include "tests/support/fake_apiserver.h"
+#include "tests/kubesched/daemon_harness.h"
 
 namespace topogang::kubesched {
 namespace {
 
 using testing::GangPod;
-using topogang::testing::FakeApiServer;
 
 constexpr char kLeaf[] = "network.topology.nvidia.com/leaf";
 constexpr char kLabelled[] = "gpu-node-3";  // leaf-0's spare, by label
@@ -47,49 +44,12 @@ std::string HttpGet(const std::string& url, const std::string& path) {
   }
 }
 
-class SparesEndToEnd : public ::testing::Test {
+class SparesEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
     for (int i = 0; i < 8; ++i) api.PutNode(Node(i));
-    ASSERT_TRUE(topogangd
-                    .Start({.binary = std::string(TOPOGANG_BIN_DIR) + "/topogangd",
-                            .api_url = api.url(),
-                            .bind_window_ms = 300,
-                            .reservation_ttl_seconds = 3,
-                            .daemon_extra = "spares: {tier: leaf, per_domain: 1}"})
-                    .ok())
-        << topogangd.Log();
-    EmulatorOptions o;
-    o.api_server_url = api.url();
-    o.scheduler_name = "topogang-scheduler";
-    o.extenders = {ExtenderConfig{.url_prefix = topogangd.url(), .weight = 5}};
-    o.percentage_of_nodes_to_score = 100;
-    o.time_scale = 10;
-    emu = std::make_unique<Emulator>(o);
-    ASSERT_TRUE(emu->Start().ok());
+    StartAll("spares: {tier: leaf, per_domain: 1}");
   }
-  void TearDown() override {
-    if (emu) emu->Stop();
-    topogangd.Stop();
-  }
-  std::string BoundNode(const std::string& pod) {
-    auto r = emu->Record("default/" + pod);
-    return r ? r->node_name : "";
-  }
-  bool WaitBound(const std::vector<std::string>& pods) {
-    return emu->WaitFor(
-        [&] {
-          for (const std::string& p : pods) {
-            if (BoundNode(p).empty()) return false;
-          }
-          return true;
-        },
-        absl::Seconds(20));
-  }
-
-  FakeApiServer api;
-  testing::TopogangdProcess topogangd;
-  std::unique_ptr<Emulator> emu;
 };
 
 TEST_F(SparesEndToEnd, OrdinaryWorkAvoidsSparesAndALostMemberTakesTheSpareOfItsLeaf) {

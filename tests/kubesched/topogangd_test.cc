@@ -4,9 +4,7 @@
 
 #include <set>
 
-#include "tests/kubesched/emulator.h"
-#include "tests/kubesched/topogangd_process.h"
-#include "tests/support/fake_apiserver.h"
+#include "tests/kubesched/daemon_harness.h"
 
 namespace topogang::kubesched {
 namespace {
@@ -29,13 +27,7 @@ TEST(TopogangdThroughTheEmulator, AGangOfFourBindsWholeInsideOneLeaf) {
       << topogangd.Log();
 
   // deploy/scheduler-config.yaml, with time 10x faster.
-  EmulatorOptions o;
-  o.api_server_url = api.url();
-  o.scheduler_name = "topogang-scheduler";
-  o.extenders = {ExtenderConfig{.url_prefix = topogangd.url(), .weight = 5}};
-  o.percentage_of_nodes_to_score = 100;
-  o.time_scale = 10;
-  Emulator emu(o);
+  Emulator emu(testing::DeployedSchedulerOptions(api.url(), topogangd.url()));
   ASSERT_TRUE(emu.Start().ok());
   for (int m = 0; m < 4; ++m) {
     const std::string name = "train-" + std::to_string(m);

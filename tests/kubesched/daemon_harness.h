@@ -1,0 +1,73 @@
+// The real topogangd behind the kube-scheduler emulator, both against the fake API server: the
+// harness of the end-to-end #13 tests (spares, elastic gangs). kube-scheduler is configured as
+// deploy/scheduler-config.yaml configures it, with its time running kTimeScale times faster.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/kubesched/emulator.h"
+#include "tests/kubesched/topogangd_process.h"
+#include "tests/support/fake_apiserver.h"
+
+namespace topogang::kubesched::testing {
+
+inline constexpr double kTimeScale = 10;
+
+// deploy/scheduler-config.yaml: topogangd as the extender (weight 5, httpTimeout 5 s), every
+// node scored.
+inline EmulatorOptions DeployedSchedulerOptions(const std::string& api_url,
+                                                const std::string& extender_url) {
+  EmulatorOptions o;
+  o.api_server_url = api_url;
+  o.scheduler_name = "topogang-scheduler";
+  o.extenders = {ExtenderConfig{.url_prefix = extender_url, .weight = 5}};
+  o.percentage_of_nodes_to_score = 100;
+  o.time_scale = kTimeScale;
+  return o;
+}
+
+// Put the cluster's nodes into `api` in SetUp, then call StartAll (with extra daemon: keys).
+class EmulatedDaemonTest : public ::testing::Test {
+ protected:
+  void StartAll(const std::string& daemon_extra = "") {
+    ASSERT_TRUE(topogangd
+                    .Start({.binary = std::string(TOPOGANG_BIN_DIR) + "/topogangd",
+                            .api_url = api.url(),
+                            .bind_window_ms = 300,
+                            .reservation_ttl_seconds = 3,
+                            .daemon_extra = daemon_extra})
+                    .ok())
+        << topogangd.Log();
+    emu = std::make_unique<Emulator>(DeployedSchedulerOptions(api.url(), topogangd.url()));
+    ASSERT_TRUE(emu->Start().ok());
+  }
+  void TearDown() override {
+    if (emu) emu->Stop();
+    topogangd.Stop();
+  }
+  // The node the pod (namespace default) is bound to, per the emulator; "" while pending.
+  std::string BoundNode(const std::string& pod) {
+    auto r = emu->Record("default/" + pod);
+    return r ? r->node_name : "";
+  }
+  bool WaitBound(const std::vector<std::string>& pods) {
+    return emu->WaitFor(
+        [&] {
+          for (const std::string& p : pods) {
+            if (BoundNode(p).empty()) return false;
+          }
+          return true;
+        },
+        absl::Seconds(20));
+  }
+
+  topogang::testing::FakeApiServer api;
+  TopogangdProcess topogangd;
+  std::unique_ptr<Emulator> emu;
+};
+
+}  // namespace topogang::kubesched::testing
