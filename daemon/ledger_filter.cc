@@ -145,6 +145,13 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
     spec.gpus_per_member = static_cast<int>(pod.gpus);
   }
   spec.priority = pod.priority;
+  auto estimate = ParseRuntimeEstimate(pod.labels, pod.annotations, pod.active_deadline_seconds);
+  if (!estimate.ok()) {
+    WarnMembership(pod, std::string(estimate.status().message()));
+    return ErrorResult(absl::StrCat("pod ", pod.Key(), ": ", estimate.status().message()));
+  }
+  spec.runtime_estimate = *estimate;
+  spec.runtime_limit = RuntimeLimit(pod.active_deadline_seconds);
   const std::string id = spec.name;
   FailList fails;
   FilterDecision result;

@@ -189,6 +189,7 @@ bool GangLedger::PreemptForGang(const PodInfo& pod, const std::vector<std::strin
   if (r.kind != GangResolution::Kind::kGang || r.gang.size <= 1 || pod.gpus <= 0) return false;
   GangSpec spec = r.gang.ToSpec(static_cast<int>(pod.gpus));
   spec.priority = pod.priority;
+  SetRuntimeEstimate(pod, &spec);
   FailList fails;
   std::vector<GangNotice> notices;
   {

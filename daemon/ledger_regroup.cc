@@ -14,7 +14,8 @@ std::optional<std::string> GangLedger::AdoptIntoGangLocked(const PodInfo& pod,
                                                            std::optional<std::string>* error) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   GangSpec spec = gang.ToSpec(static_cast<int>(pod.gpus));
-  spec.priority = pod.priority;  // a running gang's priority decides whether it may be preempted
+  spec.priority = pod.priority;    // a running gang's priority decides whether it may be preempted
+  SetRuntimeEstimate(pod, &spec);  // when its nodes should be free again
   const std::string& id = spec.name;
   auto it = gangs_.find(id);
   if (it != gangs_.end()) {
@@ -116,6 +117,7 @@ std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
     spec.name = id;
     spec.gpus_per_member = static_cast<int>(pod.gpus);
     spec.priority = pod.priority;
+    SetRuntimeEstimate(pod, &spec);
     Placement p;
     p.members.push_back(*placed);
     return s.Adopt(spec, std::move(p), GangState::kRunning, state_.clock().Now(),
@@ -126,6 +128,7 @@ std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
   e.spec.name = id;
   e.spec.gpus_per_member = static_cast<int>(pod.gpus);
   e.spec.priority = pod.priority;
+  SetRuntimeEstimate(pod, &e.spec);
   e.multi = multi;
   e.running = true;
   Member mem;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "daemon/gang_ledger.h"
+#include "k8s/runtime_estimate.h"
 
 namespace topogang {
 
@@ -23,5 +24,14 @@ inline void RunFails(FailList& fails) {
 // (selectors, affinity, taints it does not tolerate, other resources). O(nodes + offered), paid
 // once per gang reservation or growth, not per member.
 std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string>& offered);
+
+// A bound pod's run-time estimate and limit (k8s/runtime_estimate.h) on `spec`. A malformed
+// estimate is refused when the pod is filtered; a pod already running is adopted without one
+// rather than lost.
+inline void SetRuntimeEstimate(const PodInfo& pod, GangSpec* spec) {
+  auto d = ParseRuntimeEstimate(pod.labels, pod.annotations, pod.active_deadline_seconds);
+  spec->runtime_estimate = d.ok() ? *d : RuntimeLimit(pod.active_deadline_seconds);
+  spec->runtime_limit = RuntimeLimit(pod.active_deadline_seconds);
+}
 
 }  // namespace topogang

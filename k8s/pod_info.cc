@@ -200,6 +200,13 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod, absl::string_view resource) {
     }
     p.priority = static_cast<int>(*prio);
   }
+  if (s.contains("activeDeadlineSeconds") && !s["activeDeadlineSeconds"].is_null()) {
+    auto deadline = JsonInt(s, "activeDeadlineSeconds", "Pod.spec.activeDeadlineSeconds");
+    if (!deadline.ok()) return deadline.status();
+    // The API server accepts only positive values; anything else is ignored, not fatal: this
+    // pod may be running, and its GPUs must still be counted.
+    p.active_deadline_seconds = *deadline > 0 ? *deadline : 0;
+  }
   auto status = JsonObject(pod, "status", "Pod.status");
   if (!status.ok()) return status.status();
   if (*status) {

@@ -26,6 +26,9 @@ struct PodInfo {
   std::map<std::string, std::string> labels;
   std::map<std::string, std::string> annotations;
   int priority = 0;  // spec.priority (0 when unset)
+  // spec.activeDeadlineSeconds: the kubelet stops the pod this long after it started (0 = unset).
+  // A time limit, so the gang queue may plan with it (k8s/runtime_estimate.h).
+  int64_t active_deadline_seconds = 0;
   // The upstream gang API (KEP-4671), which names the pod's group in its spec:
   // spec.schedulingGroup.podGroupName (1.36+) or spec.workloadRef (1.35).
   std::string scheduling_group;

@@ -10,7 +10,6 @@
 namespace topogang {
 
 inline constexpr int kMaxGangMembers = 100000;
-inline constexpr char kRuntimeEstimateAnnotation[] = "topogang.io/runtime-estimate";
 
 // Groups of `members` consecutive members that must each share one domain of `tier` (tensor- or
 // pipeline-parallel groups). members == 0 means no slicing.
@@ -29,12 +28,15 @@ struct GangSpec {
   std::string preferred_tier;    // reported: whether it fit inside one domain of this tier
   SliceSpec slice;
   int priority = 0;
-  // How long the user expects the gang to run (zero: not given). Only the queue reads it: a gang
-  // that says it ends before a large gang's reservation starts may use the reserved GPUs
-  // meanwhile (scheduler/queue_policy.h). Pods would carry it as the annotation
-  // kRuntimeEstimateAnnotation (a Go duration such as "90m" or "4h"); the daemon does not parse
-  // it yet, so today only the simulator sets it.
+  // How long the gang is expected to run (zero: not given): what its user says, or its time
+  // limit if that is shorter. The queue reads it to tell when a running gang's GPUs should be
+  // free again (scheduler/queue_policy.h). The daemon takes it from k8s/runtime_estimate.h.
   absl::Duration runtime_estimate = absl::ZeroDuration();
+  // How long it may run at most, enforced by the platform (zero: no limit): the kubelet stops a
+  // pod at its activeDeadlineSeconds, Slurm a job at its time limit. Only a gang with a limit may
+  // run on GPUs held for a starved gang, and only if the limit ends before the hold is due: an
+  // estimate nobody enforces would let any gang claim it is short and take them.
+  absl::Duration runtime_limit = absl::ZeroDuration();
 
   long total_gpus() const { return static_cast<long>(members) * gpus_per_member; }
 };

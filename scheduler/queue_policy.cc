@@ -110,13 +110,16 @@ bool GangQueue::BackfillBlocks(const GangScheduler& sched, const Entry& e,
 
 namespace {
 
-// When a gang is estimated to end: started + its run-time estimate; InfiniteFuture without an
-// estimate or once it has outrun it (nothing more is known then).
+// When a gang is estimated to end: started + its run-time estimate (else its limit);
+// InfiniteFuture without either, or once it has outrun it (nothing more is known then).
 absl::Time EstimatedEnd(const GangRecord& rec, absl::Time now) {
-  if (rec.state == GangState::kHeld || rec.spec.runtime_estimate <= absl::ZeroDuration()) {
+  const absl::Duration est = rec.spec.runtime_estimate > absl::ZeroDuration()
+                                 ? rec.spec.runtime_estimate
+                                 : rec.spec.runtime_limit;
+  if (rec.state == GangState::kHeld || est <= absl::ZeroDuration()) {
     return absl::InfiniteFuture();
   }
-  const absl::Time end = rec.reserved_at + rec.spec.runtime_estimate;
+  const absl::Time end = rec.reserved_at + est;
   return end < now ? absl::InfiniteFuture() : end;
 }
 
@@ -323,7 +326,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     const bool had_hold = sched.Find(HoldName(e.spec.name)) != nullptr;
     DropHold(sched, e);
     const bool may_borrow = options_.backfill_into_holds && !holders.empty() &&
-                            e.spec.runtime_estimate > absl::ZeroDuration();
+                            e.spec.runtime_limit > absl::ZeroDuration();
     const bool prunable = !exclude && !had_hold && !may_borrow;
     const Shape shape{
         e.spec.gpus_per_member, e.spec.required_tier, e.spec.preferred_tier, e.spec.sku,
@@ -342,7 +345,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
         // Slurm's backfill rule: run on held GPUs when estimated to end before the hold starts.
         std::vector<size_t> lenders;
         for (size_t h : holders) {
-          if (kept[h].ready_at >= now + e.spec.runtime_estimate) lenders.push_back(h);
+          if (kept[h].ready_at >= now + e.spec.runtime_limit) lenders.push_back(h);
         }
         if (!lenders.empty()) {
           r = ReserveOnLentHolds(sched, e, kept, lenders, now);

@@ -75,10 +75,10 @@ struct QueueOptions {
   // hold again only after the same time again (its GPUs go back to backfill meanwhile).
   // Zero = never give up.
   absl::Duration hold_timeout = absl::ZeroDuration();
-  // Reservations in time (Slurm's backfill rule, with the users' run-time estimates,
-  // GangSpec::runtime_estimate): a hold knows when its claim should be whole — the latest
-  // estimated end of the gangs on its claimed nodes (never, if one has no estimate) — and a
-  // waiting gang whose estimate says it ends by then may run on the held GPUs meanwhile.
+  // Reservations in time (Slurm's backfill rule): a hold knows when its claim should be whole —
+  // the latest estimated end of the gangs on its claimed nodes (GangSpec::runtime_estimate, else
+  // the limit; never, if one has neither) — and a waiting gang whose enforced time limit
+  // (GangSpec::runtime_limit) ends by then may run on the held GPUs meanwhile.
   bool backfill_into_holds = true;
   // ... and a hold also starts once its claim is estimated whole within this horizon
   // (zero: off), whatever the readiness rules above say.

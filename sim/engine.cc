@@ -74,7 +74,9 @@ absl::StatusOr<std::vector<SimJob>> MakeSimJobs(const Cluster& cluster, const Tr
     const double estimate = opt.estimates == Estimates::kExact  ? t.duration_s
                             : opt.estimates == Estimates::kNone ? 0
                                                                 : t.estimate_s;
-    j.gang.runtime_estimate = absl::Seconds(estimate);
+    // A trace's estimate is a user's time limit, as Slurm's: never below the run time, so
+    // enforced by construction (sim/generator.h UserEstimate).
+    j.gang.runtime_estimate = j.gang.runtime_limit = absl::Seconds(estimate);
     if (!t.sku.empty() && cluster.FindSku(t.sku) < 0) {
       std::string known;
       for (int s = 0; s < cluster.num_skus(); ++s) {

@@ -105,7 +105,7 @@ double GangPolicy::NextWakeup() const {
 
 double GangPolicy::PlannedRunTime(int j, double actual) const {
   if (!bf_.use_time_limits) return actual;
-  const double limit = absl::ToDoubleSeconds(job(j).gang.runtime_estimate);
+  const double limit = absl::ToDoubleSeconds(job(j).gang.runtime_limit);
   return limit > 0 ? limit : bf_.max_time_s;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "extender/extender_service.h"
+#include "k8s/runtime_estimate.h"
 #include "tests/support/service_fixture.h"
 #include "tests/support/test_util.h"
 
@@ -385,6 +386,52 @@ TEST(ServiceTest, StarvedLargeGangGetsGpusHeldAgainstSmallOnes) {
   std::set<std::string> nodes;
   for (int i = 0; i < 4; ++i) nodes.insert(f.FilterOne(MakePod(GangPod("big", 4, i, 8))));
   EXPECT_EQ(nodes.size(), 4u);
+}
+
+// topogang.io/runtime-estimate and spec.activeDeadlineSeconds reach the gang queue: the estimate
+// of a running gang tells when a hold is due, and a gang whose activeDeadlineSeconds ends before
+// that runs on the held GPUs meanwhile (Slurm's backfill rule). One that says nothing, only
+// estimates (nothing enforces it), or may run later, does not; a malformed estimate is an error.
+TEST(ServiceTest, GangsThatEndBeforeAHoldIsDueRunOnItsGpus) {
+  QueueOptions q;
+  q.starvation_threshold = absl::Minutes(1);
+  q.hold_min_gpus = 16;
+  Fixture f(4, absl::Seconds(10), q);
+  auto with = [](PodOpts o, const std::string& estimate) {
+    o.annotations[kRuntimeEstimateKey] = estimate;
+    return o;
+  };
+  // A small job that says it runs an hour holds one node: the hold is due when it ends.
+  Json a = MakePod(with(GangPod("a", 1, 0, 8), "1h"));
+  std::string na = f.FilterOne(a);
+  auto ba = f.Bind(a, na);
+  ASSERT_EQ(ba.wait_for(kWait), std::future_status::ready);
+  Json big = MakePod(GangPod("big", 4, 0, 8));
+  EXPECT_TRUE(f.service.Filter(MakeArgs(big, f.names)).node_names.empty());
+  f.clock.Advance(absl::Minutes(2));
+  EXPECT_TRUE(f.service.Filter(MakeArgs(big, f.names)).node_names.empty());
+  // No estimate: refused (it might run past the hour).
+  ExtenderFilterResult r = f.service.Filter(MakeArgs(MakePod(GangPod("e", 1, 0, 8)), f.names));
+  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+  // A two-hour activeDeadlineSeconds: refused too (it may run past the hour).
+  Json late = MakePod(GangPod("late", 1, 0, 8));
+  late["spec"]["activeDeadlineSeconds"] = 7200;
+  EXPECT_TRUE(f.service.Filter(MakeArgs(late, f.names)).node_names.empty());
+  // Malformed: a clear error naming the key.
+  r = f.service.Filter(MakeArgs(MakePod(with(GangPod("bad", 1, 0, 8), "soon")), f.names));
+  EXPECT_NE(r.error.find(kRuntimeEstimateKey), std::string::npos) << r.error;
+  // "30m" with nothing to enforce it: refused.
+  r = f.service.Filter(MakeArgs(MakePod(with(GangPod("says", 1, 0, 8), "30m")), f.names));
+  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+  // A 40-minute activeDeadlineSeconds ends before the hold is due: it runs on a held node now,
+  // and so does a second one.
+  Json d1 = MakePod(GangPod("d1", 1, 0, 8)), d2 = MakePod(GangPod("d2", 1, 0, 8));
+  d1["spec"]["activeDeadlineSeconds"] = 2400;
+  d2["spec"]["activeDeadlineSeconds"] = 2400;
+  std::string n1 = f.FilterOne(d1), n2 = f.FilterOne(d2);
+  EXPECT_NE(n1, na);
+  EXPECT_NE(n2, na);
+  EXPECT_NE(n1, n2);
 }
 
 }  // namespace

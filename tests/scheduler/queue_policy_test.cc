@@ -338,8 +338,9 @@ TEST(GangQueue, NoPatienceStartsAtOnceAndSingleMembersNeverWait) {
   EXPECT_EQ(patient.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{"solo"});
 }
 
-// Reservations in time: a hold knows when its claim is estimated whole, and gangs estimated to
-// end by then run on the held GPUs meanwhile (Slurm's backfill rule).
+// Reservations in time: a hold knows when its claim is estimated whole, and gangs whose enforced
+// time limit ends by then run on the held GPUs meanwhile (Slurm's backfill rule). An estimate
+// without a limit is a promise nobody keeps: no loan.
 TEST(GangQueue, EstimatedGangsBackfillIntoAHoldTheyEndBefore) {
   for (bool lend : {true, false}) {
     GangScheduler s(MakeCluster(1, 1, 1, 4, 8));
@@ -356,10 +357,13 @@ TEST(GangQueue, EstimatedGangsBackfillIntoAHoldTheyEndBefore) {
     EXPECT_EQ(q.waiting()[0].ready_at, t + absl::Hours(2)) << "r1 ends last";
     EXPECT_EQ(HeldNodes(s, "big"), (std::vector<int>{2, 3}));
     GangSpec quick = Gang("quick", 1, 8), slow = Gang("slow", 1, 8), blind = Gang("blind", 1, 8);
-    quick.runtime_estimate = absl::Minutes(90);  // ends before 2 h
-    slow.runtime_estimate = absl::Hours(3);      // would delay the hold
+    GangSpec says = Gang("says", 1, 8);
+    quick.runtime_limit = absl::Minutes(90);   // ends before 2 h
+    slow.runtime_limit = absl::Hours(3);       // would delay the hold
+    says.runtime_estimate = absl::Minutes(5);  // claims to be short, but nothing stops it
     ASSERT_TRUE(q.Enqueue(slow, t + absl::Seconds(1)).ok());
-    ASSERT_TRUE(q.Enqueue(blind, t + absl::Seconds(2)).ok());  // no estimate: never lent GPUs
+    ASSERT_TRUE(q.Enqueue(blind, t + absl::Seconds(2)).ok());  // no limit: never lent GPUs
+    ASSERT_TRUE(q.Enqueue(says, t + absl::Seconds(2)).ok());
     ASSERT_TRUE(q.Enqueue(quick, t + absl::Seconds(3)).ok());
     const std::vector<std::string> started = q.Schedule(s, t + absl::Seconds(5));
     if (lend) {

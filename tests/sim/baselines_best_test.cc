@@ -44,7 +44,7 @@ class BestPractice : public ::testing::Test {
     j.gang.gpus_per_member = gpus;
     j.gang.required_tier = std::move(required);
     j.gang.preferred_tier = std::move(preferred);
-    j.gang.runtime_estimate = absl::Seconds(estimate_s);
+    j.gang.runtime_estimate = j.gang.runtime_limit = absl::Seconds(estimate_s);
     traces_.push_back(std::move(t));
     jobs_.push_back(std::move(j));
     return static_cast<int>(jobs_.size()) - 1;

@@ -262,6 +262,9 @@ TEST(Engine, EstimatesReachThePoliciesAsTold) {
     ASSERT_TRUE(jobs.ok());
     EXPECT_EQ(absl::ToDoubleSeconds((*jobs)[0].gang.runtime_estimate), want_a);
     EXPECT_EQ(absl::ToDoubleSeconds((*jobs)[1].gang.runtime_estimate), want_b);
+    // A trace's estimate is a time limit (never below the run time): it is both.
+    EXPECT_EQ((*jobs)[0].gang.runtime_limit, (*jobs)[0].gang.runtime_estimate);
+    EXPECT_EQ((*jobs)[1].gang.runtime_limit, (*jobs)[1].gang.runtime_estimate);
   }
 }
 
