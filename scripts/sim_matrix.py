@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""The generated load/seed matrix of docs/placement-quality.md, run and compared.
+
+  scripts/sim_matrix.py run --out DIR --policy P [--seeds 1,2,3] [--clusters a,b] [--jobs 2]
+                           [-- EXTRA SIMULATE FLAGS]
+  scripts/sim_matrix.py compare --base DIR [--base DIR2 ...] --cand DIR [--cand-policy topogang]
+                               [-v] [--dominance]
+
+`run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
+$TOPOGANG_BIN, else build/bin/topogang) and keeps each run's summary.csv and jobs-<policy>.csv
+under DIR/<cluster>-L<load>-s<seed>/ (runs already there are kept unless --force). `compare` picks,
+per run and per metric, the best of the six topology-aware baselines found under the --base dirs
+and counts where the candidate policy (from --cand) wins, ties or loses: mean and p95 JCT (ties
+within 0.5 %), goodput (0.1 point), longest wait of a 256+ GPU gang (0.5 %; a 256+ gang that never
+started waited forever). -v prints every run; --dominance counts, per baseline, the runs where
+the candidate is at least as good on all four metrics at once.
+
+Example (docs/placement-quality.md): the baselines once, then topogang with a queue option:
+  scripts/sim_matrix.py run --out /tmp/mx/base --policy kueue-tas,kueue-tas-best,slurm-tree,\
+      slurm-tree-best,volcano-hypernode,volcano-hypernode-best,topogang
+  scripts/sim_matrix.py run --out /tmp/mx/noholds --policy topogang -- --queue-max-holds 0
+  scripts/sim_matrix.py compare --base /tmp/mx/base --cand /tmp/mx/noholds --dominance
+"""
+import argparse
+import csv
+import os
+import signal
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+BIN = os.environ.get("TOPOGANG_BIN", os.path.join(os.path.dirname(__file__), "..", "build", "bin", "topogang"))
+CL = os.path.join(os.path.dirname(__file__), "..", "examples", "clusters")
+BASELINES = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best",
+             "volcano-hypernode", "volcano-hypernode-best"]
+ABBREV = {"kueue-tas": "KT", "kueue-tas-best": "KTb", "slurm-tree": "ST",
+          "slurm-tree-best": "STb", "volcano-hypernode": "VH", "volcano-hypernode-best": "VHb"}
+
+# (cluster, generator flags, loads): the matrix of "Offered loads over three seeds".
+MATRIX = [
+    ("meta-16k", ["--generate", "10000", "--profile", "mixed"], ["0.5", "0.9", "1", "2", "3"]),
+    ("gb200-nvl72", ["--generate", "3000", "--profile", "nvl72", "--trace-failures", "0.02",
+                     "--correlated-failures", "0.3"], ["0.5", "0.9", "1", "2", "3"]),
+    ("mixed-h100-a100", ["--generate", "3000", "--profile", "llm"], ["0.5", "0.9", "1", "2", "3"]),
+    ("hyperscale-100k", ["--generate", "10000", "--profile", "llm"], ["0.5", "1", "1.25", "2", "3"]),
+]
+
+
+def runs(seeds, clusters):
+    for cluster, gen, loads in MATRIX:
+        if clusters and cluster not in clusters:
+            continue
+        for s in seeds:
+            for load in loads:
+                yield cluster, gen, load, s
+
+
+def cmd_run(a, extra):
+    clusters = a.clusters.split(",") if a.clusters else None
+    todo = list(runs(a.seeds.split(","), clusters))
+
+    def one(r):
+        cluster, gen, load, s = r
+        out = os.path.join(a.out, f"{cluster}-L{load}-s{s}")
+        if os.path.exists(os.path.join(out, "summary.csv")) and not a.force:
+            return f"{out}: kept"
+        cmd = [BIN, "simulate", "--cluster", os.path.join(CL, cluster + ".yaml"), *gen,
+               "--seed", s, "--load", load, "--policy", a.policy, "--out", out, *extra]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+        except subprocess.TimeoutExpired:
+            return f"{out}: TIMEOUT after {a.timeout} s"
+        if p.returncode != 0:
+            return f"{out}: FAILED\n{p.stderr}"
+        return f"{out}: done"
+
+    with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        for msg in ex.map(one, todo):
+            print(msg, flush=True)
+
+
+def read_summary(path):
+    rows = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            rows[r["policy"]] = r
+    return rows
+
+
+def metrics(row):
+    return {
+        "mean": float(row["mean_jct_s"]),
+        "p95": float(row["p95_jct_s"]),
+        "goodput": float(row["goodput"]),
+        # a 256+ gang that never started waited forever
+        "wait256": float("inf") if int(row["never_started_256"]) else float(row["max_wait_256_s"]),
+    }
+
+
+def verdict(metric, cand, best):
+    if metric == "goodput":
+        d = cand - best
+        return "W" if d > 0.001 else ("L" if d < -0.001 else "T")
+    if cand == best:
+        return "T"
+    if best == 0 or best == float("inf"):
+        return "L" if cand > best else "W"
+    rel = (cand - best) / best
+    return "L" if rel > 0.005 else ("W" if rel < -0.005 else "T")
+
+
+def dominance_table(a, clusters):
+    """Per baseline: runs where the candidate is at least as good on all four metrics (ties
+    within the tolerances of verdict()), and how often it is worse on each metric."""
+    rows = {b: {"runs": 0, "dominates": 0, "mean": 0, "p95": 0, "goodput": 0, "wait256": 0}
+            for b in BASELINES}
+    for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
+        name = f"{cluster}-L{load}-s{s}"
+        cp = os.path.join(a.cand, name, "summary.csv")
+        if not os.path.exists(cp):
+            continue
+        crow = read_summary(cp).get(a.cand_policy)
+        if crow is None:
+            continue
+        c = metrics(crow)
+        for d in a.base:
+            p = os.path.join(d, name, "summary.csv")
+            if not os.path.exists(p):
+                continue
+            for pol, row in read_summary(p).items():
+                if pol not in rows:
+                    continue
+                b = metrics(row)
+                r = rows[pol]
+                r["runs"] += 1
+                worse = [m for m in ("mean", "p95", "goodput", "wait256") if verdict(m, c[m], b[m]) == "L"]
+                for m in worse:
+                    r[m] += 1
+                if not worse:
+                    r["dominates"] += 1
+    out = ["baseline                 runs  cand >= on all 4  cand worse on: mean  p95  goodput  wait256"]
+    for b, r in rows.items():
+        if r["runs"]:
+            out.append(f"{b:24s} {r['runs']:4d}  {r['dominates']:16d}  {r['mean']:19d}  {r['p95']:3d}  {r['goodput']:7d}  {r['wait256']:7d}")
+    return "\n".join(out)
+
+
+def cmd_compare(a):
+    clusters = a.clusters.split(",") if a.clusters else None
+    totals = {}
+    lines = []
+    for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
+        name = f"{cluster}-L{load}-s{s}"
+        base = {}
+        for d in a.base:
+            p = os.path.join(d, name, "summary.csv")
+            if os.path.exists(p):
+                for pol, row in read_summary(p).items():
+                    if pol in BASELINES:
+                        base[pol] = metrics(row)
+        cp = os.path.join(a.cand, name, "summary.csv")
+        if not base or not os.path.exists(cp):
+            continue
+        crow = read_summary(cp).get(a.cand_policy)
+        if crow is None:
+            continue
+        c = metrics(crow)
+        cells = []
+        for m in ("mean", "p95", "goodput", "wait256"):
+            better = max if m == "goodput" else min
+            who = better(base, key=lambda p: base[p][m])
+            v = verdict(m, c[m], base[who][m])
+            if m == "wait256" and c[m] == 0 and base[who][m] == 0:
+                v = "-"
+            totals.setdefault((cluster, m), {"W": 0, "T": 0, "L": 0, "-": 0})[v] += 1
+            totals.setdefault(("all", m), {"W": 0, "T": 0, "L": 0, "-": 0})[v] += 1
+            if m == "goodput":
+                cells.append(f"{m} {100*c[m]:.1f}/{100*base[who][m]:.1f}{ABBREV[who]} {v}")
+            elif m == "wait256":
+                cells.append(f"w256 {c[m]/3600:.1f}h/{base[who][m]/3600:.1f}h{ABBREV[who]} {v}")
+            else:
+                cells.append(f"{m} {c[m]/3600:.2f}h/{base[who][m]/3600:.2f}h{ABBREV[who]} {v}")
+        lines.append(f"{name:28s} " + " | ".join(cells))
+    if a.verbose:
+        print("\n".join(lines))
+    if a.dominance:
+        print(dominance_table(a, clusters))
+    print(f"{'cluster':18s} {'metric':8s} W/T/L (- = no 256+ gang waited)")
+    for (cluster, m), t in sorted(totals.items()):
+        print(f"{cluster:18s} {m:8s} {t['W']}/{t['T']}/{t['L']}" + (f" ({t['-']} -)" if t["-"] else ""))
+
+
+def main():
+    argv = sys.argv[1:]
+    extra = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, extra = argv[:i], argv[i + 1:]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", required=True)
+    r.add_argument("--policy", required=True)
+    r.add_argument("--seeds", default="1,2,3")
+    r.add_argument("--clusters", default="")
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--force", action="store_true")
+    r.add_argument("--timeout", type=float, default=600, help="seconds per simulate run")
+    c = sub.add_parser("compare")
+    c.add_argument("--base", action="append", required=True)
+    c.add_argument("--cand", required=True)
+    c.add_argument("--cand-policy", default="topogang")
+    c.add_argument("--seeds", default="1,2,3")
+    c.add_argument("--clusters", default="")
+    c.add_argument("-v", "--verbose", action="store_true")
+    c.add_argument("--dominance", action="store_true",
+                   help="also count, per baseline, the runs where the candidate is at least as good on every metric")
+    a = ap.parse_args(argv)
+    if a.cmd == "run":
+        cmd_run(a, extra)
+    else:
+        cmd_compare(a)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends it quietly
+    main()

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""scripts/sim_matrix.py compare on hand-made summaries: best of six per metric, the tie
+tolerances, a 256+ gang that never started, and the per-baseline dominance count."""
+import csv
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "sim_matrix.py")
+FIELDS = ["policy", "mean_jct_s", "p95_jct_s", "goodput", "max_wait_256_s", "never_started_256"]
+
+
+def write(root, run, rows):
+    os.makedirs(os.path.join(root, run))
+    with open(os.path.join(root, run, "summary.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(FIELDS)
+        for r in rows:
+            w.writerow(r)
+
+
+def compare(base, cand, *extra):
+    out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
+                          "--clusters", "meta-16k", "--seeds", "1", *extra],
+                         capture_output=True, text=True, check=True).stdout
+    return out
+
+
+class Compare(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.base = os.path.join(self.tmp.name, "base")
+        self.cand = os.path.join(self.tmp.name, "cand")
+        baselines = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best",
+                     "volcano-hypernode", "volcano-hypernode-best"]
+        # Run L0.5: the best mean is kueue-tas-best (100), the best goodput slurm-tree (0.80),
+        # the shortest 256+ wait slurm-tree-best (10).
+        rows = []
+        for b in baselines:
+            mean = 100 if b == "kueue-tas-best" else 200
+            good = 0.80 if b == "slurm-tree" else 0.70
+            wait = 10 if b == "slurm-tree-best" else 50
+            rows.append([b, mean, 1000, good, wait, 0])
+        write(self.base, "meta-16k-L0.5-s1", rows)
+        # Run L0.9: every baseline equal.
+        write(self.base, "meta-16k-L0.9-s1", [[b, 100, 1000, 0.5, 0, 0] for b in baselines])
+        # The candidate: L0.5 ties the mean within 0.5 % (100.4), wins p95, loses goodput by
+        # 0.2 points, loses the wait (11 > 10 by 10 %). L0.9: a 256+ gang never started.
+        write(self.cand, "meta-16k-L0.5-s1", [["topogang", 100.4, 900, 0.798, 11, 0]])
+        write(self.cand, "meta-16k-L0.9-s1", [["topogang", 100, 1000, 0.5, 5, 1]])
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def totals(self, out):
+        got = {}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] == "meta-16k" and "/" in parts[2]:
+                got[parts[1]] = parts[2]
+        return got
+
+    def test_best_of_six_per_metric_with_tolerances(self):
+        got = self.totals(compare(self.base, self.cand))
+        # mean: L0.5 tie (0.4 %), L0.9 tie; p95: L0.5 win, L0.9 tie; goodput: L0.5 loss
+        # (-0.2 pt), L0.9 tie; wait: L0.5 loss, L0.9 loss (never started = forever).
+        self.assertEqual(got["mean"], "0/2/0")
+        self.assertEqual(got["p95"], "1/1/0")
+        self.assertEqual(got["goodput"], "0/1/1")
+        self.assertEqual(got["wait256"], "0/0/2")
+
+    def test_dominance_counts_each_baseline_alone(self):
+        out = compare(self.base, self.cand, "--dominance")
+        rows = {l.split()[0]: l.split()[1:] for l in out.splitlines()
+                if l.split() and l.split()[0].startswith(("kueue", "slurm", "volcano"))}
+        # volcano-hypernode on L0.5: candidate better on mean (100.4 vs 200), p95, goodput
+        # (0.798 vs 0.70) and wait (11 vs 50): dominated. On L0.9 the candidate's 256+ gang
+        # never started: worse on the wait. So 1 of 2, worse on wait256 once.
+        self.assertEqual(rows["volcano-hypernode"][:2], ["2", "1"])
+        self.assertEqual(rows["volcano-hypernode"][-1], "1")
+        # kueue-tas-best: L0.5 the candidate's mean 100.4 ties its 100, goodput wins, wait wins:
+        # dominated there; L0.9 lost on the wait.
+        self.assertEqual(rows["kueue-tas-best"][:2], ["2", "1"])
+        # slurm-tree-best: lost on the wait in both runs.
+        self.assertEqual(rows["slurm-tree-best"][:2], ["2", "0"])
+        self.assertEqual(rows["slurm-tree-best"][-1], "2")
+
+
+if __name__ == "__main__":
+    unittest.main()
