@@ -61,8 +61,9 @@ of its placement (communication model, docs/placement-quality.md).
   --estimates trace|exact|none  run-time estimates the policies see (topogang's queue, Slurm's
                           time limits): the trace's estimate_s (default), every job's true run
                           time (the upper bound), or none
-  --uplink-contention     with --comm-model network: a starting job shares switch uplinks with
-                          the jobs running then instead of getting its fully loaded share
+  --uplink-contention     with --comm-model network: a running job shares switch uplinks with
+                          the other jobs using them (its speed changes as they start and end)
+                          instead of getting its fully loaded share
   --locality-patience S   topogang only: QueueOptions::locality_patience in seconds (a gang
                           that could start only below its shape's best bandwidth waits up to S
                           for better; 0 = off)

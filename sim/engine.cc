@@ -1,3 +1,5 @@
+// Over 500 lines: one discrete-event loop whose steps share its state (clock, event queue,
+// per-job progress); what stands alone lives beside it (uplink_book.h, network_model.h).
 #include "sim/engine.h"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include "sim/policy.h"
 #include "sim/policy_features.h"
 #include "sim/rng.h"
+#include "sim/uplink_book.h"
 
 namespace topogang::sim {
 namespace {
@@ -41,6 +44,11 @@ struct JobState {
   double failed_at = -1;  // hit by a failure and not running again yet
   int gen = 0;
   bool running = false;
+  // The current placement's run so far, for its time-weighted stretch: its speed changes with
+  // slow nodes and, under uplink contention, with the jobs sharing its uplinks.
+  double segment_start = 0;
+  double run_s = 0, stretch_run_s = 0;
+  bool stretch_varied = false;
 };
 
 // Whether the job fits the domains of level `req` made of nodes of model `sku` alone.
@@ -137,8 +145,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   std::vector<double> ideal_time(jobs.size());  // network: all-reduce seconds, compact placement
   std::map<std::tuple<int, int, int>, CollectiveCost> compact;  // by shape and GPU model
   const bool contention = network && opt.uplink_contention;
-  UplinkLoad running_uplinks;  // contention: GPUs of running jobs per domain
-  std::vector<UplinkLoad> job_uplinks(jobs.size());
+  // Contention: the running jobs' uplinks, and each one's all-reduce as placed, re-priced
+  // when the load on its uplinks changes.
+  UplinkBook uplinks(jobs.size());
+  std::vector<PreparedAllReduce> job_cost(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
     const GangSpec& g = jobs[i].gang;
     if (!network) {
@@ -162,20 +172,28 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     return std::any_of(members.begin(), members.end(),
                        [&](const MemberPlacement& m) { return slow_count[m.node] > 0; });
   };
-  // Placement -> (level, bandwidth, stretch).
-  auto evaluate_links = [&](int j, const std::vector<MemberPlacement>& members, Placement* p) {
-    p->members = members;
-    SummarizePlacement(cluster, p);
+  // Placement -> (level, bandwidth, stretch). `prepared`: the members' all-reduce, worked out
+  // already; `summarize`: false when only the bandwidth can have changed (p->level is not set);
+  // `self_in_load`: the job is running and counted in the uplinks' load.
+  auto evaluate_links = [&](int j, const std::vector<MemberPlacement>& members, Placement* p,
+                            const PreparedAllReduce* prepared, bool summarize, bool self_in_load) {
+    if (summarize || !network) {
+      p->members = members;
+      SummarizePlacement(cluster, p);
+    }
     if (!network) return Stretch(jobs[j].trace->comm_fraction, ideal[j], p->bandwidth_gbps);
-    const CollectiveCost cost =
-        net.AllReduce(members, kBytes, contention ? &running_uplinks : nullptr);
+    const UplinkLoad* load = contention ? &uplinks.load() : nullptr;
+    const CollectiveCost cost = prepared != nullptr ? prepared->Best(load, self_in_load)
+                                                    : net.AllReduce(members, kBytes, load);
     p->bandwidth_gbps = cost.busbw_gbytes_s * 8;
     if (ideal_time[j] <= 0) return 1.0;
     const double f = jobs[j].trace->comm_fraction;
     return std::max(1.0, (1 - f) + f * cost.seconds / ideal_time[j]);
   };
-  auto evaluate = [&](int j, const std::vector<MemberPlacement>& members, Placement* p) {
-    const double s = evaluate_links(j, members, p);
+  auto evaluate = [&](int j, const std::vector<MemberPlacement>& members, Placement* p,
+                      const PreparedAllReduce* prepared = nullptr, bool summarize = true,
+                      bool self_in_load = false) {
+    const double s = evaluate_links(j, members, p, prepared, summarize, self_in_load);
     return on_slow(members) ? s * opt.slow_factor : s;
   };
 
@@ -271,11 +289,30 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
   }
 
-  // `delay`: seconds before it makes progress (an elastic resize).
-  auto start_job = [&](int j, const std::vector<MemberPlacement>& members, double delay = 0) {
-    Placement p;
-    const double s = evaluate(j, members, &p);
+  // The current speed's stretch into the placement's time-weighted one (JobResult::stretch).
+  auto close_segment = [&](int j) {
     JobState& js = st[j];
+    const double t = std::max(0.0, now - js.segment_start);
+    js.run_s += t;
+    js.stretch_run_s += t * js.stretch;
+    if (js.stretch_varied && js.run_s > 0) res.jobs[j].stretch = js.stretch_run_s / js.run_s;
+  };
+  // `delay`: seconds before it makes progress (an elastic resize). `same_placement`: the
+  // members it already runs on, at a new speed (re-timed), so the stretch so far is kept.
+  auto start_job = [&](int j, const std::vector<MemberPlacement>& members, double delay = 0,
+                       bool same_placement = false) {
+    Placement p;
+    if (contention && !same_placement) job_cost[j] = net.Prepare(members, kBytes);
+    const double s = evaluate(j, members, &p, contention ? &job_cost[j] : nullptr,
+                              /*summarize=*/!same_placement, /*self_in_load=*/same_placement);
+    JobState& js = st[j];
+    if (!same_placement) {
+      js.run_s = js.stretch_run_s = 0;
+      js.stretch_varied = false;
+    } else if (s != js.stretch) {
+      js.stretch_varied = true;
+    }
+    js.segment_start = now + delay;
     js.stretch = s;
     js.speed = speed_of(j, members, s);
     js.gpus_now = static_cast<long>(members.size()) * jobs[j].gang.gpus_per_member;
@@ -283,12 +320,12 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     js.running = true;
     ++js.gen;
     JobResult& r = res.jobs[j];
-    r.level = p.level;
+    if (!same_placement) r.level = p.level;
     r.bandwidth = p.bandwidth_gbps;
-    r.stretch = s;
+    if (!js.stretch_varied) r.stretch = s;
     const int n = static_cast<int>(members.size());
     if (r.first_members == 0) r.first_members = n;
-    run_members[j] = members;
+    if (!same_placement) run_members[j] = members;
     r.slowed = r.slowed || on_slow(members);
     r.peak_members = std::max(r.peak_members, n);
     if (js.failed_at >= 0) {
@@ -301,23 +338,15 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       good_gpu_s -=
           js.gpus_now / s * std::max(0.0, std::min(now + delay, window) - std::min(now, window));
     }
-    if (contention) {
-      job_uplinks[j] = net.RingUplinkUse(members);
-      for (const auto& [d, g] : job_uplinks[j]) running_uplinks[d] += g;
-    }
+    if (contention && !same_placement) uplinks.Add(j, job_cost[j].uplink_use());
     pq.push({js.run_start + js.remaining_base / js.speed, EvType::kFinish, seq++, j, js.gen});
     ++pending_real;
   };
-  auto release_uplinks = [&](int j) {
-    for (const auto& [d, g] : job_uplinks[j]) {
-      if ((running_uplinks[d] -= g) == 0) running_uplinks.erase(d);
-    }
-    job_uplinks[j].clear();
-  };
   // `lose`: interrupted (failure, preemption), so the work since its checkpoint is lost; else
-  // paused at a checkpoint (an elastic resize).
-  auto stop_progress = [&](int j, bool lose = true) {
-    release_uplinks(j);
+  // paused at a checkpoint (an elastic resize). `keep_uplinks`: it goes on on the same members.
+  auto stop_progress = [&](int j, bool lose = true, bool keep_uplinks = false) {
+    if (!keep_uplinks) uplinks.Remove(j);
+    close_segment(j);
     JobState& js = st[j];
     const double done = std::max(0.0, now - js.run_start) * js.speed;
     const double lost = lose ? std::min(done, opt.restart_cost_s) : 0;
@@ -327,6 +356,27 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     ++js.gen;
     busy -= js.gpus_now;
     good -= js.gpus_now / js.stretch;
+  };
+  // Same members, a new speed from now on (a node turned slow or back, its uplinks' share
+  // changed); no work lost. Its own uplink use is unchanged, so it changes no other job's.
+  auto retime = [&](int j) {
+    const std::vector<MemberPlacement>& members = run_members[j];
+    JobState& js = st[j];
+    Placement p;
+    const PreparedAllReduce* prepared = contention ? &job_cost[j] : nullptr;
+    if (evaluate(j, members, &p, prepared, /*summarize=*/false, /*self_in_load=*/true) ==
+        js.stretch) {
+      return;  // bound elsewhere, or clamped at its ideal: nothing changes
+    }
+    const double pause = std::max(0.0, js.run_start - now);  // a resize under way
+    // start_job charged the whole pause to goodput at the old stretch: give back what has not
+    // elapsed; it is charged again at the new one.
+    if (pause > 0) {
+      good_gpu_s +=
+          js.gpus_now / js.stretch * (std::min(js.run_start, window) - std::min(now, window));
+    }
+    stop_progress(j, /*lose=*/false, /*keep_uplinks=*/true);
+    start_job(j, members, pause, /*same_placement=*/true);
   };
 
   while (!pq.empty()) {
@@ -352,7 +402,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
         case EvType::kFinish:
           if (e.b != st[e.a].gen || !st[e.a].running) break;
           policy.Finish(e.a);
-          release_uplinks(e.a);
+          uplinks.Remove(e.a);
+          close_segment(e.a);
           st[e.a].running = false;
           busy -= st[e.a].gpus_now;
           good -= st[e.a].gpus_now / st[e.a].stretch;
@@ -394,10 +445,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
                              [&](const MemberPlacement& x) { return x.node == e.a; })) {
               continue;
             }
-            const std::vector<MemberPlacement> members = m;
-            const double pause = std::max(0.0, st[j].run_start - now);  // a resize under way
-            stop_progress(static_cast<int>(j), /*lose=*/false);
-            start_job(static_cast<int>(j), members, pause);
+            retime(static_cast<int>(j));
           }
           break;
         }
@@ -416,6 +464,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       stop_progress(g.job, /*lose=*/false);
       ++res.jobs[g.job].growths;
       start_job(g.job, g.members, opt.elastic_resize_s);
+    }
+    // Every running job that shares an uplink whose load changed gets its new share from now.
+    if (contention) {
+      for (int j : uplinks.TakeAffected()) retime(j);
     }
     const Cluster& c = policy.cluster();
     if (now <= window) {

@@ -30,9 +30,10 @@ struct SimOptions {
   uint64_t seed = 1;
   CommModel comm_model = CommModel::kNetwork;
   Estimates estimates = Estimates::kTrace;
-  // `network` only: a job starting shares switch uplinks with the jobs running then, in
-  // proportion to their GPUs under each switch (fixed for the run), instead of each GPU getting
-  // its fully loaded share. Idle fabrics get faster, busy ones no slower than fully loaded.
+  // `network` only: a running job shares switch uplinks with the other jobs running, in
+  // proportion to their GPUs under each switch, instead of each GPU getting its fully loaded
+  // share. The share, and so the job's speed, changes whenever a job using the same uplinks
+  // starts or ends. Idle fabrics get faster, busy ones no slower than fully loaded.
   bool uplink_contention = false;
   // Random node failures per node per day (0: only the trace's events), each lasting repair_s.
   double failure_rate_per_node_day = 0;

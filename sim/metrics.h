@@ -19,7 +19,9 @@ struct JobResult {
   int level = -1;        // lowest common level of the final placement
   double bandwidth = 0;  // of the final placement (Gb/s per GPU)
   double ideal_bandwidth = 0;
-  double stretch = 1;          // of the final placement
+  // Of the final placement; time-weighted over its run when its speed changed there (a node
+  // turned slow or back, its uplinks' share under contention).
+  double stretch = 1;
   int restarts = 0;            // killed by failures and requeued
   int preemptions = 0;         // evicted for a higher-priority gang and requeued
   int growths = 0;             // elastic: times it grew

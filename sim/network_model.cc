@@ -57,36 +57,6 @@ bool Shared(const Cluster& c, const std::vector<char>& nvlink_level, int d) {
   return level < c.node_level() && !nvlink_level[level];
 }
 
-// Slowest NIC/uplink on the ring of units, per GB/s of each edge: over every domain the ring
-// leaves, its capacity for this job / the ring edges leaving it.
-double NetBottleneck(const Cluster& c, const std::vector<char>& nvlink_level,
-                     const std::vector<double>& oversub, double nic, const std::vector<int>& units,
-                     const std::vector<int>& gpus, const UplinkLoad* others, std::string* where) {
-  double best = kInf;
-  int best_domain = -1;
-  for (const auto& [d, l] : RingLoads(c, nvlink_level, units, gpus)) {
-    if (l.ends == 0) continue;
-    const int level = c.domain(d).level;
-    const double leaving = l.ends / 2.0;
-    const double own = static_cast<double>(l.gpus) * nic;
-    double cap = own / oversub[level - 1];
-    if (others != nullptr && Shared(c, nvlink_level, d)) {
-      auto it = others->find(d);
-      const double other = it == others->end() ? 0 : static_cast<double>(it->second);
-      const double total = (c.domain(d).gpu_end - c.domain(d).gpu_begin) * nic / oversub[level - 1];
-      cap = std::min(own, total * l.gpus / (l.gpus + other));
-    }
-    const double bw = cap / leaving;
-    if (bw < best || (bw == best && d < best_domain)) best = bw, best_domain = d;
-  }
-  if (where != nullptr && best_domain >= 0) {
-    *where = c.domain(best_domain).level == c.node_level()
-                 ? absl::StrCat("nic ", c.domain(best_domain).name)
-                 : absl::StrCat("uplink ", c.DomainPath(best_domain));
-  }
-  return best;
-}
-
 }  // namespace
 
 double NvlinkGBytesPerSec(absl::string_view sku) {
@@ -158,72 +128,139 @@ NetworkModel::Ring NetworkModel::BuildRing(std::span<const MemberPlacement> memb
   return r;
 }
 
-UplinkLoad NetworkModel::RingUplinkUse(std::span<const MemberPlacement> members) const {
-  UplinkLoad out;
-  const Ring r = BuildRing(members, /*per_nvlink_domain=*/false);
+PreparedAllReduce::Algo NetworkModel::PrepareAlgo(const Ring& r, double bytes,
+                                                  bool hierarchical) const {
+  PreparedAllReduce::Algo a;
+  a.n = r.total_gpus;
+  a.units = r.units.size();
+  a.bytes = bytes;
+  a.nvlink = kInf;
+  for (size_t i = 0; i < r.units.size(); ++i) {
+    const int g = r.gpus[i];
+    if (hierarchical) {
+      if (g >= 2) a.intra_s = std::max(a.intra_s, 2.0 * (g - 1) / g * bytes / (r.nvlink[i] * 1e9));
+    } else if (g >= 2 || nvlink_domain_level_ > 0) {
+      // NVLink per GPU: used by every GPU whose ring neighbour is on its node or NVLink domain.
+      a.nvlink = std::min(a.nvlink, r.nvlink[i]);
+    }
+  }
+  if (hierarchical && a.units < 2) return a;  // no ring between domains
+  // Over every domain the ring leaves: its capacity for this job / the ring edges leaving it.
   for (const auto& [d, l] : RingLoads(c_, nvlink_level_, r.units, r.gpus)) {
-    if (l.ends > 0 && Shared(c_, nvlink_level_, d)) out[d] = l.gpus;
+    if (l.ends == 0) continue;
+    const int level = c_.domain(d).level;
+    PreparedAllReduce::Link link;
+    link.domain = d;
+    link.shared = Shared(c_, nvlink_level_, d);
+    link.gpus = l.gpus;
+    link.own = static_cast<double>(l.gpus) * p_.nic_gbytes_s;
+    link.fixed = link.own / oversub_[level - 1];
+    link.total =
+        (c_.domain(d).gpu_end - c_.domain(d).gpu_begin) * p_.nic_gbytes_s / oversub_[level - 1];
+    link.leaving = l.ends / 2.0;
+    a.links.push_back(link);
+  }
+  return a;
+}
+
+PreparedAllReduce NetworkModel::Prepare(std::span<const MemberPlacement> members,
+                                        double bytes) const {
+  PreparedAllReduce out;
+  out.c_ = &c_;
+  out.ring_ = PrepareAlgo(BuildRing(members, /*per_nvlink_domain=*/false), bytes, false);
+  out.hier_ = PrepareAlgo(BuildRing(members, /*per_nvlink_domain=*/true), bytes, true);
+  for (const PreparedAllReduce::Link& l : out.ring_.links) {
+    if (l.shared) out.uplink_use_[l.domain] = l.gpus;
+  }
+  for (PreparedAllReduce::Algo* a : {&out.ring_, &out.hier_}) {
+    for (PreparedAllReduce::Link& l : a->links) {
+      auto it = out.uplink_use_.find(l.domain);
+      if (it != out.uplink_use_.end()) l.self = it->second;
+    }
   }
   return out;
+}
+
+double PreparedAllReduce::Bottleneck(const Algo& a, const UplinkLoad* load, bool self_in_load,
+                                     std::string* where) const {
+  double best = kInf;
+  int best_domain = -1;
+  for (const Link& l : a.links) {
+    double cap = l.fixed;
+    if (load != nullptr && l.shared) {
+      auto it = load->find(l.domain);
+      const double other =
+          it == load->end() ? 0 : static_cast<double>(it->second - (self_in_load ? l.self : 0));
+      cap = std::min(l.own, l.total * l.gpus / (l.gpus + other));
+    }
+    const double bw = cap / l.leaving;
+    if (bw < best || (bw == best && l.domain < best_domain)) best = bw, best_domain = l.domain;
+  }
+  if (where != nullptr && best_domain >= 0) {
+    const Cluster& c = *c_;
+    *where = c.domain(best_domain).level == c.node_level()
+                 ? absl::StrCat("nic ", c.domain(best_domain).name)
+                 : absl::StrCat("uplink ", c.DomainPath(best_domain));
+  }
+  return best;
+}
+
+CollectiveCost PreparedAllReduce::Ring(const UplinkLoad* load, bool self_in_load) const {
+  CollectiveCost out;
+  out.bottleneck = "none";
+  const Algo& a = ring_;
+  if (a.n < 2) return out;
+  double bw = a.nvlink;
+  if (bw < kInf) out.bottleneck = "nvlink";
+  std::string where;
+  const double net = Bottleneck(a, load, self_in_load, &where);
+  if (net < bw) bw = net, out.bottleneck = where;
+  if (bw == kInf) return out;
+  out.busbw_gbytes_s = bw;
+  out.seconds = 2.0 * (a.n - 1) / a.n * a.bytes / (bw * 1e9);
+  return out;
+}
+
+CollectiveCost PreparedAllReduce::Hierarchical(const UplinkLoad* load, bool self_in_load) const {
+  CollectiveCost out;
+  out.bottleneck = "none";
+  const Algo& a = hier_;
+  if (a.n < 2) return out;
+  double inter = 0;
+  std::string where;
+  if (a.units >= 2) {
+    const double net = Bottleneck(a, load, self_in_load, &where);
+    inter = 2.0 * (a.units - 1) / a.units * a.bytes / (net * 1e9);
+  }
+  out.seconds = a.intra_s + inter;
+  out.bottleneck = inter >= a.intra_s ? where : "nvlink";
+  out.busbw_gbytes_s = out.seconds > 0 ? a.bytes / out.seconds * 2.0 * (a.n - 1) / a.n / 1e9 : 0;
+  return out;
+}
+
+CollectiveCost PreparedAllReduce::Best(const UplinkLoad* load, bool self_in_load) const {
+  CollectiveCost ring = Ring(load, self_in_load);
+  CollectiveCost hier = Hierarchical(load, self_in_load);
+  return hier.seconds < ring.seconds ? hier : ring;
+}
+
+UplinkLoad NetworkModel::RingUplinkUse(std::span<const MemberPlacement> members) const {
+  return Prepare(members, 1e9).uplink_use();
 }
 
 CollectiveCost NetworkModel::RingAllReduce(std::span<const MemberPlacement> members, double bytes,
                                            const UplinkLoad* others) const {
-  CollectiveCost out;
-  out.bottleneck = "none";
-  const Ring r = BuildRing(members, /*per_nvlink_domain=*/false);
-  const long n = r.total_gpus;
-  if (n < 2) return out;
-  double bw = kInf;
-  // NVLink per GPU: used by every GPU whose ring neighbour is on the same node or NVLink domain.
-  for (size_t i = 0; i < r.units.size(); ++i) {
-    if (r.gpus[i] >= 2 || nvlink_domain_level_ > 0) {
-      if (r.nvlink[i] < bw) bw = r.nvlink[i], out.bottleneck = "nvlink";
-    }
-  }
-  std::string where;
-  const double net =
-      NetBottleneck(c_, nvlink_level_, oversub_, p_.nic_gbytes_s, r.units, r.gpus, others, &where);
-  if (net < bw) bw = net, out.bottleneck = where;
-  if (bw == kInf) return out;
-  out.busbw_gbytes_s = bw;
-  out.seconds = 2.0 * (n - 1) / n * bytes / (bw * 1e9);
-  return out;
+  return Prepare(members, bytes).Ring(others);
 }
 
 CollectiveCost NetworkModel::HierarchicalAllReduce(std::span<const MemberPlacement> members,
                                                    double bytes, const UplinkLoad* others) const {
-  CollectiveCost out;
-  out.bottleneck = "none";
-  const Ring r = BuildRing(members, /*per_nvlink_domain=*/true);
-  const long n = r.total_gpus;
-  if (n < 2) return out;
-  double intra = 0;
-  std::string intra_where = "nvlink";
-  for (size_t i = 0; i < r.units.size(); ++i) {
-    const int g = r.gpus[i];
-    if (g < 2) continue;
-    intra = std::max(intra, 2.0 * (g - 1) / g * bytes / (r.nvlink[i] * 1e9));
-  }
-  double inter = 0;
-  std::string where;
-  const size_t m = r.units.size();
-  if (m >= 2) {
-    const double net = NetBottleneck(c_, nvlink_level_, oversub_, p_.nic_gbytes_s, r.units, r.gpus,
-                                     others, &where);
-    inter = 2.0 * (m - 1) / m * bytes / (net * 1e9);
-  }
-  out.seconds = intra + inter;
-  out.bottleneck = inter >= intra ? where : intra_where;
-  out.busbw_gbytes_s = out.seconds > 0 ? bytes / out.seconds * 2.0 * (n - 1) / n / 1e9 : 0;
-  return out;
+  return Prepare(members, bytes).Hierarchical(others);
 }
 
 CollectiveCost NetworkModel::AllReduce(std::span<const MemberPlacement> members, double bytes,
                                        const UplinkLoad* others) const {
-  CollectiveCost ring = RingAllReduce(members, bytes, others);
-  CollectiveCost hier = HierarchicalAllReduce(members, bytes, others);
-  return hier.seconds < ring.seconds ? hier : ring;
+  return Prepare(members, bytes).Best(others);
 }
 
 std::vector<MemberPlacement> NetworkModel::CompactPlacement(int members, int gpus_per_member,

@@ -10,6 +10,7 @@
 
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
@@ -47,6 +48,50 @@ struct CollectiveCost {
 // getting its fully loaded share. Node NICs and NVLink domains are never shared (one NIC per GPU).
 using UplinkLoad = absl::flat_hash_map<int, long>;
 
+// One placement's all-reduce with everything but the other jobs' uplink use worked out once
+// (the ring, the domains it crosses, NVLink): the simulator re-prices a running job each time
+// a job sharing its uplinks starts or ends, which a fresh NetworkModel::AllReduce would do in
+// time proportional to the members. The same figures, to the bit, as NetworkModel's calls.
+class PreparedAllReduce {
+ public:
+  // `load`: the running jobs' uplink use; `self_in_load`: it counts this placement's own
+  // uplink_use() (a running job re-priced), which is then left out.
+  CollectiveCost Ring(const UplinkLoad* load = nullptr, bool self_in_load = false) const;
+  CollectiveCost Hierarchical(const UplinkLoad* load = nullptr, bool self_in_load = false) const;
+  CollectiveCost Best(const UplinkLoad* load = nullptr, bool self_in_load = false) const;
+  // The shared switch domains the ring leaves, with the job's GPUs under each.
+  const UplinkLoad& uplink_use() const { return uplink_use_; }
+
+ private:
+  friend class NetworkModel;
+  // A domain the ring leaves: its capacity for the job over the ring edges leaving it.
+  struct Link {
+    int domain = -1;
+    bool shared = false;  // a switch's uplinks, shared with other jobs (contention)
+    long gpus = 0;        // the job's GPUs under it
+    long self = 0;        // what the job adds to the domain's load (uplink_use)
+    double own = 0;       // the job's NICs under it, GB/s
+    double fixed = 0;     // fully loaded share: own / oversubscription
+    double total = 0;     // all of the domain's uplinks, GB/s
+    double leaving = 0;   // ring edges leaving it
+  };
+  struct Algo {
+    std::vector<Link> links;
+    long n = 0;          // GPUs
+    size_t units = 0;    // ring units (nodes or NVLink domains)
+    double nvlink = 0;   // ring: slowest NVLink used (infinity when none)
+    double intra_s = 0;  // hierarchical: the NVLink phases
+    double bytes = 0;
+  };
+  // The slowest link over `others`, and where (a string only for the winner).
+  double Bottleneck(const Algo& a, const UplinkLoad* load, bool self_in_load,
+                    std::string* where) const;
+
+  const Cluster* c_ = nullptr;
+  Algo ring_, hier_;
+  UplinkLoad uplink_use_;
+};
+
 class NetworkModel {
  public:
   explicit NetworkModel(const Cluster& cluster, NetworkParams params = {});
@@ -73,6 +118,9 @@ class NetworkModel {
   CollectiveCost AllReduce(std::span<const MemberPlacement> members, double bytes,
                            const UplinkLoad* others = nullptr) const;
 
+  // The three above for `bytes` on these members, priced later against any UplinkLoad.
+  PreparedAllReduce Prepare(std::span<const MemberPlacement> members, double bytes) const;
+
   // The shared switch domains this placement's ring leaves, with its GPUs under each: what it
   // adds to the UplinkLoad of the jobs that start while it runs.
   UplinkLoad RingUplinkUse(std::span<const MemberPlacement> members) const;
@@ -86,6 +134,7 @@ class NetworkModel {
  private:
   struct Ring;
   Ring BuildRing(std::span<const MemberPlacement> members, bool per_nvlink_domain) const;
+  PreparedAllReduce::Algo PrepareAlgo(const Ring& r, double bytes, bool hierarchical) const;
   double Oversubscription(int level) const;  // above a domain of level+1, i.e. at `level`
 
   const Cluster& c_;

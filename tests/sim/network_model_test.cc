@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "sim/engine.h"
 #include "sim/generator.h"
 #include "sim/report.h"
@@ -125,6 +126,14 @@ TEST(NetworkModel, UplinkContentionSharesALeafAmongTheJobsUsingIt) {
   // 120 others (the whole leaf busy): 3,200 x 8 / 128 = 200, the fully loaded share.
   UplinkLoad full = {{leaf1, 120}};
   EXPECT_DOUBLE_EQ(m.RingAllReduce(p, kS, &full).busbw_gbytes_s, 200);
+  // Prepared once, re-priced as the load comes and goes (what the simulator does while a job
+  // runs): the same figures each time, and the same use of the uplinks.
+  const PreparedAllReduce prepared = m.Prepare(p, kS);
+  EXPECT_EQ(prepared.uplink_use(), use);
+  for (const UplinkLoad* load : {&none, &full, &some, &none, &full}) {
+    EXPECT_DOUBLE_EQ(prepared.Ring(load).busbw_gbytes_s, load == &full ? 200 : 400);
+  }
+  EXPECT_DOUBLE_EQ(prepared.Ring().busbw_gbytes_s, 200);  // no load given: fully loaded
   // A job inside one leaf uses no shared uplink.
   EXPECT_TRUE(m.RingUplinkUse(OnNodes(c, Range(0, 4), 8)).empty());
 }
@@ -255,6 +264,73 @@ TEST(NetworkModelEngine, DurationsFollowTheNetworkModel) {
   ASSERT_TRUE(patient.ok());
   EXPECT_DOUBLE_EQ(patient->jobs[1].start, 100);
   EXPECT_DOUBLE_EQ(patient->jobs[1].stretch, 1);
+}
+
+TEST(NetworkModelEngine, UplinkContentionChangesARunningJobsSpeed) {
+  // Two leaves of 2 nodes x 8 H100 with 4:1 above the leaves: a leaf's uplinks carry
+  // 16 x 50 / 4 = 200 GB/s. The second node of each leaf is drained, so every gang of two
+  // members runs on node 0 (leaf 0) and node 2 (leaf 1) and its ring crosses both leaves'
+  // uplinks. a (2 x 6 GPUs, all communication) runs alone from 0: its 6 GPUs per leaf get
+  // min(200, 6 NICs = 300) = 200 against its compact placement's 300 inside one leaf. b
+  // (2 x 2) arrives at 20; while it runs, a's share is 200 x 6/8 = 150 and b's 200 x 2/8 = 50.
+  // When b ends a is back to 200. Durations follow the model piece by piece.
+  Cluster c = testing::MakeCluster(
+      1, 1, 2, 2, 8, "[H100]", 0,
+      "topology:\n  preset: topograph\n  tiers:\n"
+      "    - {name: spine, label: network.topology.nvidia.com/spine, oversubscription: 4}\n"
+      "    - {name: leaf, label: network.topology.nvidia.com/leaf}\n");
+  const int leaf = c.LevelByName("leaf");
+  ASSERT_NE(c.AncestorAt(c.NodeDomain(0), leaf), c.AncestorAt(c.NodeDomain(2), leaf));
+  ASSERT_EQ(c.AncestorAt(c.NodeDomain(0), leaf), c.AncestorAt(c.NodeDomain(1), leaf));
+  auto t = ParseTraceCsv(absl::StrCat("id,arrival_s,members,gpus_per_member,duration_s,"
+                                      "comm_fraction,required_tier,preferred_tier\n"
+                                      "a,0,2,6,100,1,,\nb,20,2,2,10,1,,\n@drain,0,",
+                                      c.node(1).name, "\n@drain,0,", c.node(3).name, "\n"),
+                         "contention.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+
+  NetworkModel m(c);
+  const auto pa = OnNodes(c, {0, 2}, 6), pb = OnNodes(c, {0, 2}, 2);
+  const UplinkLoad none, by_a = m.RingUplinkUse(pa), by_b = m.RingUplinkUse(pb);
+  ASSERT_EQ(by_a.size(), 2u);
+  const double ideal_a = m.AllReduce(m.CompactPlacement(2, 6), kS).seconds;
+  const double ideal_b = m.AllReduce(m.CompactPlacement(2, 2), kS).seconds;
+  const double a_alone = m.AllReduce(pa, kS, &none).seconds / ideal_a;  // stretch, f = 1
+  const double a_shared = m.AllReduce(pa, kS, &by_b).seconds / ideal_a;
+  const double b_shared = m.AllReduce(pb, kS, &by_a).seconds / ideal_b;
+  EXPECT_GT(a_alone, 1);
+  EXPECT_GT(a_shared, a_alone * 1.1);  // b's start slows a down
+  EXPECT_GT(b_shared, 1);
+  // By hand: a's compact ring (12 GPUs, one leaf) is NIC-bound: 2 x 11/12 / 300 = 6.111 ms.
+  // Split, the hierarchical all-reduce wins: 2 x 5/6 / 450 over NVLink plus 2 x 1/2 / 200 across
+  // = 8.704 ms (the ring: 9.167), stretch 1.4242; with b, 3.704 + 1/150 = 10.370 ms, 1.6970.
+  // b: 1.5 / 450 = 3.333 ms on one node; split, 2 x 1/2 / 450 + 1/50 = 22.22 ms, stretch 6.667.
+  EXPECT_NEAR(ideal_a, 11.0 / 6 / 300, 1e-12);
+  EXPECT_NEAR(a_alone, (5.0 / 3 / 450 + 1.0 / 200) / ideal_a, 1e-9);
+  EXPECT_NEAR(a_shared, (5.0 / 3 / 450 + 1.0 / 150) / ideal_a, 1e-9);
+  EXPECT_NEAR(b_shared, (1.0 / 450 + 1.0 / 50) / (1.5 / 450), 1e-9);
+
+  const double b_end = 20 + 10 * b_shared;
+  const double a_done = 20 / a_alone + (b_end - 20) / a_shared;  // a's work by b's end
+  const double a_end = b_end + (100 - a_done) * a_alone;
+  ASSERT_LT(a_done, 100);  // a is still running when b ends
+
+  SimOptions opt;
+  opt.uplink_contention = true;
+  opt.locality_patience_s = 0;  // b starts split at once
+  for (const std::string policy : {"topogang", "kueue-tas"}) {
+    auto r = Simulate(c, *t, policy, opt);
+    ASSERT_TRUE(r.ok()) << r.status();
+    const JobResult &a = r->jobs[0], &b = r->jobs[1];
+    EXPECT_DOUBLE_EQ(b.start, 20) << policy;
+    EXPECT_NEAR(b.end, b_end, 1e-9) << policy;
+    EXPECT_NEAR(b.stretch, b_shared, 1e-12) << policy;
+    EXPECT_NEAR(a.end, a_end, 1e-9) << policy;
+    // a's stretch is the time-weighted one of its run: alone, shared, alone again.
+    EXPECT_NEAR(a.stretch,
+                (20 * a_alone + (b_end - 20) * a_shared + (a_end - b_end) * a_alone) / a_end, 1e-12)
+        << policy;
+  }
 }
 
 TEST(NetworkModelEngine, SameSeedSameResults) {
