@@ -273,6 +273,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   std::vector<int> down_count(cluster.num_nodes(), 0);
 
   double now = 0, last = 0;
+  // Steps in a row at one instant: a policy whose wake-ups never move time forward would loop
+  // here forever; far more than any real instant needs (each step handles all of its events).
+  constexpr long kMaxStepsAtOneInstant = 100000;
+  long steps_at_now = 0;
   long busy = 0;    // GPUs of running jobs
   double good = 0;  // the same, each divided by its job's stretch: work at ideal speed
   double good_gpu_s = 0, busy_gpu_s = 0, held_gpu_s = 0, frag_gpu_s = 0, frag_share_s = 0,
@@ -381,6 +385,12 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
 
   while (!pq.empty()) {
     now = pq.top().t;
+    steps_at_now = now == last ? steps_at_now + 1 : 0;
+    if (steps_at_now > kMaxStepsAtOneInstant) {
+      return absl::InternalError(absl::StrCat(
+          "policy ", full_name, " made no progress at t=", now, " s: ", steps_at_now,
+          " steps at that instant (a bug in its wake-ups; please report it with the trace)"));
+    }
     // Integrals over [last, now).
     const double dt = now - last;
     if (dt > 0) {

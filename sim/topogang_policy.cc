@@ -28,6 +28,7 @@
 //    trace says it is not: then Forget), and the queue plans gangs of slow_gang_gpus+ without
 //    the slow nodes (JobExclusion::ForQueue). Growth and preemption do not look at slowness.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -125,6 +126,9 @@ class TopogangPolicy : public Policy {
     const absl::Time next = queue_.NextDeadline(At(now));
     wake_ =
         next == absl::InfiniteFuture() ? kNever : absl::ToDoubleSeconds(next - absl::UnixEpoch());
+    // The deadline is after At(now), but by less than a double's step at this time it converts
+    // back to `now` itself: the run would wake at `now` forever. Ask for the next double.
+    if (wake_ <= now) wake_ = std::nextafter(now, kNever);
     if (!preempted_.empty()) wake_ = now;  // the victims are requeued: try them again now
     return out;
   }

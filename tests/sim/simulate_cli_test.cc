@@ -102,6 +102,21 @@ std::string ClusterFile(const std::string& name) {
   return testing::SourceDir() + "/examples/clusters/" + name + ".yaml";
 }
 
+TEST(SimulateCli, ADeadlineJustAfterNowDoesNotStallTheRun) {
+  // In this run a waiting gang's locality patience ran out less than a double's step after an
+  // event at t = 3,024,471.6 s: the deadline (absl::Time) converted back to that same double,
+  // so topogang asked to be woken "now" again and again and the run never ended. It must end,
+  // in a fraction of a second; the engine would report a policy stuck at one instant instead.
+  const std::string dir = ::testing::TempDir() + "/simcli-stall";
+  std::filesystem::remove_all(dir);
+  CliResult r = Topogang("simulate --cluster " + ClusterFile("gb200-nvl72") +
+                         " --generate 3000 --profile nvl72 --trace-failures 0.02"
+                         " --correlated-failures 0.3 --seed 7 --load 0.5 --policy topogang --out " +
+                         dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(Slurp(dir + "/summary.csv"), HasSubstr("\ntopogang,3000,"));
+}
+
 TEST(SimulateCli, GeneratorProfilesModelsEstimatesAndCorrelatedFailures) {
   const std::string nvl = ::testing::TempDir() + "/nvl.csv";
   CliResult w = Topogang("simulate --cluster " + ClusterFile("gb200-nvl72") +
