@@ -70,7 +70,8 @@ void GangQueue::DropHold(GangScheduler& sched, const Entry& e) {
   if (sched.Find(hold)) (void)sched.Release(hold);
 }
 
-int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) const {
+int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang,
+                              absl::Time now) const {
   const Cluster& c = sched.cluster();
   int top = gang.required_tier.empty() ? 0 : std::max(0, c.LevelByName(gang.required_tier));
   int sku = gang.sku.empty() ? kAnySku : c.FindSku(gang.sku);
@@ -78,12 +79,17 @@ int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) 
   for (int level = c.node_level(); level >= top; --level) {
     if (c.MaxDomainGpus(level) < gang.total_gpus()) continue;
     int best = -1, best_cap = -1, best_free = -1;
+    absl::Time best_ready = absl::InfiniteFuture();
     for (int d = c.LevelBegin(level); d < c.LevelEnd(level); ++d) {
       if (PotentialMembers(sched, d, sku, gang.gpus_per_member) < gang.members) continue;
       int cap = c.MemberCapacity(d, sku, gang.gpus_per_member);
       int free = c.FreeHealthy(d, sku);
-      if (cap > best_cap || (cap == best_cap && free > best_free)) {
-        best = d, best_cap = cap, best_free = free;
+      const absl::Time ready = options_.hold_domain_soonest
+                                   ? ReadyAt(sched, d, sku, gang.gpus_per_member, gang.members, now)
+                                   : absl::InfiniteFuture();
+      if (best < 0 || ready < best_ready ||
+          (ready == best_ready && (cap > best_cap || (cap == best_cap && free > best_free)))) {
+        best = d, best_cap = cap, best_free = free, best_ready = ready;
       }
     }
     if (best >= 0) return best;
@@ -195,13 +201,31 @@ const GangQueue::ClaimOrderNodes& GangQueue::NodesInClaimOrder(const GangSchedul
   return out;
 }
 
+absl::Time GangQueue::ReadyAt(const GangScheduler& sched, int domain, int sku, int g, int members,
+                              absl::Time now) const {
+  (void)NodesInClaimOrder(sched, domain, sku, g, now);  // brings free_at_ up to date
+  const Cluster& c = sched.cluster();
+  const Domain& d = c.domain(domain);
+  std::vector<std::pair<absl::Time, int>> at;  // (free at, members) per node
+  for (int n = d.node_begin; n < d.node_end; ++n) {
+    if (c.NodeCordoned(n) || (sku != kAnySku && c.node(n).sku != sku)) continue;
+    if (c.node(n).gpus >= g) at.push_back({free_at_[n], c.node(n).gpus / g});
+  }
+  std::sort(at.begin(), at.end());
+  int sum = 0;
+  for (const auto& [t, m] : at) {
+    if ((sum += m) >= members) return t;
+  }
+  return absl::InfiniteFuture();
+}
+
 bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   const Cluster& c = sched.cluster();
   const GangSpec& g = e.spec;
   int sku = g.sku.empty() ? kAnySku : c.FindSku(g.sku);
-  if (e.hold_domain < 0 ||
+  if (e.hold_domain < 0 || (!e.holding && options_.hold_domain_soonest) ||
       PotentialMembers(sched, e.hold_domain, sku, g.gpus_per_member) < g.members) {
-    e.hold_domain = PickHoldDomain(sched, g);
+    e.hold_domain = PickHoldDomain(sched, g, now);
   }
   if (e.hold_domain < 0) {
     e.claim.clear();

@@ -75,6 +75,10 @@ struct QueueOptions {
   // hold again only after the same time again (its GPUs go back to backfill meanwhile).
   // Zero = never give up.
   absl::Duration hold_timeout = absl::ZeroDuration();
+  // Until its hold starts, a starved gang targets the domain whose nodes should be free soonest
+  // by the run-time estimates (Slurm's earliest-start reservation), then the one with the most
+  // room now. Off: ahead over three seeds, not over ten (docs/placement-quality.md, variants).
+  bool hold_domain_soonest = false;
   // Reservations in time (Slurm's backfill rule): a hold knows when its claim should be whole —
   // the latest estimated end of the gangs on its claimed nodes (GangSpec::runtime_estimate, else
   // the limit; never, if one has neither) — and a waiting gang whose enforced time limit
@@ -150,7 +154,11 @@ class GangQueue {
   // holds nothing: no domain could ever hold the gang, the domain is not ready enough yet
   // (hold_ready_fraction), or the hold timed out and is backing off.
   bool GrowHold(GangScheduler& sched, Entry& e, absl::Time now);
-  int PickHoldDomain(const GangScheduler& sched, const GangSpec& gang) const;
+  int PickHoldDomain(const GangScheduler& sched, const GangSpec& gang, absl::Time now) const;
+  // When `members` members of `g` GPUs should be free in the domain, by the run-time estimates
+  // of the gangs on its nodes (InfiniteFuture when one of those it needs has none).
+  absl::Time ReadyAt(const GangScheduler& sched, int domain, int sku, int g, int members,
+                     absl::Time now) const;
   // Whether `nodes` would hold e's gang without the gangs that started after it arrived.
   bool BackfillBlocks(const GangScheduler& sched, const Entry& e,
                       const std::vector<int>& nodes) const;

@@ -13,7 +13,9 @@ per run and per metric, the best of the six topology-aware baselines found under
 and counts where the candidate policy (from --cand) wins, ties or loses: mean and p95 JCT (ties
 within 0.5 %), goodput (0.1 point), longest wait of a 256+ GPU gang (0.5 %; a 256+ gang that never
 started waited forever). -v prints every run; --dominance counts, per baseline, the runs where
-the candidate is at least as good on all four metrics at once.
+the candidate is at least as good on all four metrics at once; --spread gives, per cluster and
+load, the mean difference to the best baseline over the seeds with its 95 % confidence interval
+(Student's t).
 
 Example (docs/placement-quality.md): the baselines once, then topogang with a queue option:
   scripts/sim_matrix.py run --out /tmp/mx/base --policy kueue-tas,kueue-tas-best,slurm-tree,\
@@ -25,6 +27,7 @@ import argparse
 import csv
 import os
 import signal
+import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -145,10 +148,38 @@ def dominance_table(a, clusters):
     return "\n".join(out)
 
 
+# Student's t, two-sided 95 %, by degrees of freedom (beyond 30: the normal's 1.96).
+T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060,
+        2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def spread_table(diffs):
+    """Per (cluster, load): over the seeds, the candidate's difference to each seed's best
+    baseline (mean / p95 JCT in %, goodput in points) as mean +- the 95 % confidence half-width
+    (min .. max), and W/T/L on mean JCT."""
+    out = ["cluster            load  seeds  mean JCT vs best %              W/T/L   p95 JCT vs best %"
+           "               goodput vs best (points)"]
+
+    def cell(v):
+        m = statistics.mean(v)
+        half = (T975[len(v) - 1] if len(v) <= 31 else 1.96) * statistics.stdev(v) / len(v) ** 0.5
+        return f"{m:+.1f} +- {half:.1f} ({min(v):+.1f} .. {max(v):+.1f})"
+
+    for (cluster, load), d in diffs.items():
+        if len(d["mean"]) < 2:
+            continue
+        wtl = "/".join(str(sum(1 for v in d["verdict"] if v == k)) for k in "WTL")
+        out.append(f"{cluster:18s} {load:>4s}  {len(d['mean']):5d}  {cell(d['mean']):30s}  {wtl:6s}  "
+                   f"{cell(d['p95']):30s}  {cell(d['goodput'])}")
+    return "\n".join(out)
+
+
 def cmd_compare(a):
     clusters = a.clusters.split(",") if a.clusters else None
     totals = {}
     lines = []
+    diffs = {}  # (cluster, load) -> per-seed differences, for --spread
     for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
         name = f"{cluster}-L{load}-s{s}"
         base = {}
@@ -166,10 +197,17 @@ def cmd_compare(a):
             continue
         c = metrics(crow)
         cells = []
+        d = diffs.setdefault((cluster, load), {"mean": [], "p95": [], "goodput": [], "verdict": []})
         for m in ("mean", "p95", "goodput", "wait256"):
             better = max if m == "goodput" else min
             who = better(base, key=lambda p: base[p][m])
             v = verdict(m, c[m], base[who][m])
+            if m == "goodput":
+                d[m].append(100 * (c[m] - base[who][m]))
+            elif m != "wait256":
+                d[m].append(100 * (c[m] / base[who][m] - 1) if base[who][m] > 0 else 0.0)
+                if m == "mean":
+                    d["verdict"].append(v)
             if m == "wait256" and c[m] == 0 and base[who][m] == 0:
                 v = "-"
             totals.setdefault((cluster, m), {"W": 0, "T": 0, "L": 0, "-": 0})[v] += 1
@@ -185,6 +223,8 @@ def cmd_compare(a):
         print("\n".join(lines))
     if a.dominance:
         print(dominance_table(a, clusters))
+    if a.spread:
+        print(spread_table(diffs))
     print(f"{'cluster':18s} {'metric':8s} W/T/L (- = no 256+ gang waited)")
     for (cluster, m), t in sorted(totals.items()):
         print(f"{cluster:18s} {m:8s} {t['W']}/{t['T']}/{t['L']}" + (f" ({t['-']} -)" if t["-"] else ""))
@@ -213,6 +253,8 @@ def main():
     c.add_argument("--seeds", default="1,2,3")
     c.add_argument("--clusters", default="")
     c.add_argument("-v", "--verbose", action="store_true")
+    c.add_argument("--spread", action="store_true",
+                   help="also print, per cluster and load, the mean difference to the best baseline over the seeds with its 95 %% confidence interval")
     c.add_argument("--dominance", action="store_true",
                    help="also count, per baseline, the runs where the candidate is at least as good on every metric")
     a = ap.parse_args(argv)

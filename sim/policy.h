@@ -40,6 +40,7 @@ struct QueueOverrides {
   int order = -1;                      // QueueOrder
   int backfill_into_holds = -1;        // 0/1
   double hold_horizon_s = -1;
+  int hold_domain_soonest = -1;  // 0/1
 };
 
 struct PolicyContext {

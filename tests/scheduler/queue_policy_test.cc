@@ -2,31 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/scheduler/queue_test_util.h"
 #include "tests/test_util.h"
 
 namespace topogang {
 namespace {
 
+using queue_test::Gang;
+using queue_test::HeldNodes;
+using queue_test::HoldAtOnce;
+using queue_test::RunOn;
 using testing::MakeCluster;
-
-GangSpec Gang(std::string name, int members, int gpus, int priority = 0) {
-  GangSpec g;
-  g.name = std::move(name);
-  g.members = members;
-  g.gpus_per_member = gpus;
-  g.priority = priority;
-  return g;
-}
-
-// Holds as soon as a gang cannot start (no starvation wait, no readiness condition).
-QueueOptions HoldAtOnce() {
-  QueueOptions opts;
-  opts.starvation_threshold = absl::ZeroDuration();
-  opts.hold_min_gpus = 1;
-  opts.hold_ready_fraction = 0;
-  opts.hold_max_shortfall_share = 1;
-  return opts;
-}
 
 TEST(GangQueue, BackfillsAroundAGangThatDoesNotFit) {
   GangScheduler s(MakeCluster(1, 1, 2, 2, 8));
@@ -154,27 +140,6 @@ TEST(GangQueue, NoHoldForAGangThatCanNeverFit) {
   ASSERT_TRUE(q.Enqueue(Gang("ok", 1, 8), absl::UnixEpoch()).ok());
   EXPECT_EQ(q.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{"ok"});
   EXPECT_EQ(s.Find(GangQueue::HoldName("impossible")), nullptr);
-}
-
-// Runs a gang on explicit GPUs of one node (started at the epoch, with an optional run-time
-// estimate).
-void RunOn(GangScheduler& s, const std::string& name, int node, int first, int count,
-           absl::Duration estimate = absl::ZeroDuration()) {
-  GangSpec g = Gang(name, 1, count);
-  g.runtime_estimate = estimate;
-  Placement p;
-  MemberPlacement m{node, {}};
-  for (int i = 0; i < count; ++i) m.gpus.push_back(s.cluster().node(node).gpu_begin + first + i);
-  p.members.push_back(m);
-  ASSERT_TRUE(s.Adopt(g, p, GangState::kRunning, absl::UnixEpoch()).ok());
-}
-
-std::vector<int> HeldNodes(const GangScheduler& s, const std::string& gang) {
-  std::vector<int> nodes;
-  if (const GangRecord* h = s.Find(GangQueue::HoldName(gang))) {
-    for (const MemberPlacement& m : h->placement.members) nodes.push_back(m.node);
-  }
-  return nodes;
 }
 
 TEST(GangQueue, WholeMemberHoldsLeavePartialNodesToSmallJobs) {
@@ -336,64 +301,6 @@ TEST(GangQueue, NoPatienceStartsAtOnceAndSingleMembersNeverWait) {
   EXPECT_EQ(patient.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{});  // no room left
   ASSERT_TRUE(s.Release("pair").ok());
   EXPECT_EQ(patient.Schedule(s, absl::UnixEpoch()), std::vector<std::string>{"solo"});
-}
-
-// Reservations in time: a hold knows when its claim is estimated whole, and gangs whose enforced
-// time limit ends by then run on the held GPUs meanwhile (Slurm's backfill rule). An estimate
-// without a limit is a promise nobody keeps: no loan.
-TEST(GangQueue, EstimatedGangsBackfillIntoAHoldTheyEndBefore) {
-  for (bool lend : {true, false}) {
-    GangScheduler s(MakeCluster(1, 1, 1, 4, 8));
-    QueueOptions opts = HoldAtOnce();
-    opts.claim_order = ClaimOrder::kSoonestFree;
-    opts.backfill_into_holds = lend;
-    GangQueue q(opts);
-    const absl::Time t = absl::UnixEpoch();
-    RunOn(s, "r0", 0, 0, 8, absl::Hours(1));
-    RunOn(s, "r1", 1, 0, 8, absl::Hours(2));
-    ASSERT_TRUE(q.Enqueue(Gang("big", 4, 8), t).ok());
-    EXPECT_TRUE(q.Schedule(s, t).empty());
-    ASSERT_EQ(q.waiting().size(), 1u);
-    EXPECT_EQ(q.waiting()[0].ready_at, t + absl::Hours(2)) << "r1 ends last";
-    EXPECT_EQ(HeldNodes(s, "big"), (std::vector<int>{2, 3}));
-    GangSpec quick = Gang("quick", 1, 8), slow = Gang("slow", 1, 8), blind = Gang("blind", 1, 8);
-    GangSpec says = Gang("says", 1, 8);
-    quick.runtime_limit = absl::Minutes(90);   // ends before 2 h
-    slow.runtime_limit = absl::Hours(3);       // would delay the hold
-    says.runtime_estimate = absl::Minutes(5);  // claims to be short, but nothing stops it
-    ASSERT_TRUE(q.Enqueue(slow, t + absl::Seconds(1)).ok());
-    ASSERT_TRUE(q.Enqueue(blind, t + absl::Seconds(2)).ok());  // no limit: never lent GPUs
-    ASSERT_TRUE(q.Enqueue(says, t + absl::Seconds(2)).ok());
-    ASSERT_TRUE(q.Enqueue(quick, t + absl::Seconds(3)).ok());
-    const std::vector<std::string> started = q.Schedule(s, t + absl::Seconds(5));
-    if (lend) {
-      EXPECT_EQ(started, std::vector<std::string>{"quick"});
-      EXPECT_EQ(HeldNodes(s, "big").size(), 1u) << "the rest stays held";
-    } else {
-      EXPECT_TRUE(started.empty());
-      EXPECT_EQ(HeldNodes(s, "big"), (std::vector<int>{2, 3}));
-    }
-    EXPECT_TRUE(s.CheckInvariants().ok()) << s.CheckInvariants();
-  }
-}
-
-TEST(GangQueue, SoonestFreeClaimTakesTheNodesEstimatedToFreeFirst) {
-  GangScheduler s(MakeCluster(1, 1, 1, 3, 8));
-  QueueOptions opts = HoldAtOnce();
-  opts.claim_order = ClaimOrder::kSoonestFree;
-  GangQueue q(opts);
-  const absl::Time t = absl::UnixEpoch();
-  RunOn(s, "late", 0, 0, 8, absl::Hours(3));
-  RunOn(s, "soon", 1, 0, 8, absl::Hours(1));
-  RunOn(s, "unknown", 2, 0, 8);  // no estimate: ends "never"
-  ASSERT_TRUE(q.Enqueue(Gang("big", 2, 8), t).ok());
-  EXPECT_TRUE(q.Schedule(s, t).empty());
-  ASSERT_EQ(q.waiting().size(), 1u);
-  EXPECT_EQ(q.waiting()[0].claim, (std::vector<int>{1, 0}));
-  EXPECT_EQ(q.waiting()[0].ready_at, t + absl::Hours(3));
-  // A gang past its estimate counts as unknown.
-  EXPECT_TRUE(q.Schedule(s, t + absl::Hours(4)).empty());
-  EXPECT_EQ(q.waiting()[0].ready_at, absl::InfiniteFuture());
 }
 
 TEST(GangQueue, DefaultsHoldOnlyForGangsOf256GpusOrMore) {

@@ -89,5 +89,28 @@ class Compare(unittest.TestCase):
         self.assertEqual(rows["slurm-tree-best"][-1], "2")
 
 
+class Spread(unittest.TestCase):
+    def test_mean_and_confidence_interval_over_seeds(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
+            baselines = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best",
+                         "volcano-hypernode", "volcano-hypernode-best"]
+            # Three seeds at load 1, best baseline mean 100 each time; the candidate's mean is
+            # 110, 90, 100 (+10 %, -10 %, 0 %): mean 0, sample sd 10, t(2 df) = 4.303, so the
+            # half-width is 4.303 x 10 / sqrt(3) = 24.8. Goodput: +1, +2, +3 points: mean +2,
+            # sd 1, half-width 4.303 / sqrt(3) = 2.5.
+            for s, (mean, good) in enumerate([(110, 0.51), (90, 0.52), (100, 0.53)], start=1):
+                write(base, f"meta-16k-L1-s{s}", [[b, 100, 1000, 0.5, 0, 0] for b in baselines])
+                write(cand, f"meta-16k-L1-s{s}", [["topogang", mean, 1000, good, 0, 0]])
+            out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
+                                  "--clusters", "meta-16k", "--seeds", "1,2,3", "--spread"],
+                                 capture_output=True, text=True, check=True).stdout
+            row = [l for l in out.splitlines() if l.startswith("meta-16k") and " 1 " in l]
+            self.assertEqual(len(row), 1, out)
+            self.assertIn("+0.0 +- 24.8 (-10.0 .. +10.0)", row[0])
+            self.assertIn("1/1/1", row[0])  # W / T / L on mean JCT
+            self.assertIn("+2.0 +- 2.5 (+1.0 .. +3.0)", row[0])
+
+
 if __name__ == "__main__":
     unittest.main()
