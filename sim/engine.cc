@@ -413,6 +413,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
           if (e.b != st[e.a].gen || !st[e.a].running) break;
           policy.Finish(e.a);
           uplinks.Remove(e.a);
+          job_cost[e.a] = {};  // done with it: its links can be many
           close_segment(e.a);
           st[e.a].running = false;
           busy -= st[e.a].gpus_now;
