@@ -274,8 +274,11 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
 
   double now = 0, last = 0;
   // Steps in a row at one instant: a policy whose wake-ups never move time forward would loop
-  // here forever; far more than any real instant needs (each step handles all of its events).
-  constexpr long kMaxStepsAtOneInstant = 100000;
+  // here forever. Each step handles all of the instant's events; more steps come only from work
+  // that starts and ends within the instant (durations below a double's step), at most a few per
+  // job, so this is far more than any real instant needs.
+  const long kMaxStepsAtOneInstant =
+      100000 + 4 * static_cast<long>(jobs.size() + trace.events.size());
   long steps_at_now = 0;
   long busy = 0;    // GPUs of running jobs
   double good = 0;  // the same, each divided by its job's stretch: work at ideal speed
