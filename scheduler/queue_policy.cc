@@ -152,9 +152,7 @@ int GangQueue::PotentialMembers(const GangScheduler& sched, int domain, int sku,
   return total;
 }
 
-const GangQueue::ClaimOrderNodes& GangQueue::NodesInClaimOrder(const GangScheduler& sched,
-                                                               int domain, int sku, int g,
-                                                               absl::Time now) const {
+void GangQueue::RefreshNodeTable(const GangScheduler& sched, absl::Time now) const {
   const Cluster& c = sched.cluster();
   if (table_version_ != sched.version() || table_now_ != now) {
     claim_order_.clear();
@@ -174,6 +172,13 @@ const GangQueue::ClaimOrderNodes& GangQueue::NodesInClaimOrder(const GangSchedul
       }
     }
   }
+}
+
+const GangQueue::ClaimOrderNodes& GangQueue::NodesInClaimOrder(const GangScheduler& sched,
+                                                               int domain, int sku, int g,
+                                                               absl::Time now) const {
+  const Cluster& c = sched.cluster();
+  RefreshNodeTable(sched, now);
   auto [it, inserted] = claim_order_.try_emplace(ShapeKey{domain, sku, g});
   ClaimOrderNodes& out = it->second;
   if (!inserted) return out;
@@ -203,7 +208,7 @@ const GangQueue::ClaimOrderNodes& GangQueue::NodesInClaimOrder(const GangSchedul
 
 absl::Time GangQueue::ReadyAt(const GangScheduler& sched, int domain, int sku, int g, int members,
                               absl::Time now) const {
-  (void)NodesInClaimOrder(sched, domain, sku, g, now);  // brings free_at_ up to date
+  RefreshNodeTable(sched, now);
   const Cluster& c = sched.cluster();
   const Domain& d = c.domain(domain);
   std::vector<std::pair<absl::Time, int>> at;  // (free at, members) per node

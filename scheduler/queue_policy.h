@@ -168,6 +168,8 @@ class GangQueue {
   int PotentialMembers(const GangScheduler& sched, int domain, int sku, int g) const;
   // The nodes of `domain` that can host a member of `g` GPUs of `sku`, in claim order, with the
   // members free on them now. Cached while the scheduler's version and `now` stay the same.
+  // Brings gangs_on_ and free_at_ up to date with the scheduler's state and `now`.
+  void RefreshNodeTable(const GangScheduler& sched, absl::Time now) const;
   struct ClaimOrderNodes {
     std::vector<int> nodes;
     int free_members = 0;
