@@ -244,10 +244,6 @@ CollectiveCost PreparedAllReduce::Best(const UplinkLoad* load, bool self_in_load
   return hier.seconds < ring.seconds ? hier : ring;
 }
 
-UplinkLoad NetworkModel::RingUplinkUse(std::span<const MemberPlacement> members) const {
-  return Prepare(members, 1e9).uplink_use();
-}
-
 CollectiveCost NetworkModel::RingAllReduce(std::span<const MemberPlacement> members, double bytes,
                                            const UplinkLoad* others) const {
   return Prepare(members, bytes).Ring(others);

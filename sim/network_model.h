@@ -59,7 +59,8 @@ class PreparedAllReduce {
   CollectiveCost Ring(const UplinkLoad* load = nullptr, bool self_in_load = false) const;
   CollectiveCost Hierarchical(const UplinkLoad* load = nullptr, bool self_in_load = false) const;
   CollectiveCost Best(const UplinkLoad* load = nullptr, bool self_in_load = false) const;
-  // The shared switch domains the ring leaves, with the job's GPUs under each.
+  // The shared switch domains the ring leaves, with the job's GPUs under each: what it adds to
+  // the UplinkLoad of the jobs running beside it.
   const UplinkLoad& uplink_use() const { return uplink_use_; }
 
  private:
@@ -120,10 +121,6 @@ class NetworkModel {
 
   // The three above for `bytes` on these members, priced later against any UplinkLoad.
   PreparedAllReduce Prepare(std::span<const MemberPlacement> members, double bytes) const;
-
-  // The shared switch domains this placement's ring leaves, with its GPUs under each: what it
-  // adds to the UplinkLoad of the jobs that start while it runs.
-  UplinkLoad RingUplinkUse(std::span<const MemberPlacement> members) const;
 
   // The most compact placement of the shape on an empty cluster: members packed in node order
   // on one GPU model (`sku`, or the fastest model that holds it), so it fills nodes, then NVLink

@@ -112,7 +112,7 @@ TEST(NetworkModel, UplinkContentionSharesALeafAmongTheJobsUsingIt) {
   std::vector<int> lopsided = Range(0, 15);
   lopsided.push_back(16);
   auto p = OnNodes(c, lopsided, 8);
-  UplinkLoad use = m.RingUplinkUse(p);
+  UplinkLoad use = m.Prepare(p, kS).uplink_use();
   ASSERT_EQ(use.size(), 2u);
   const int leaf1 = c.AncestorAt(c.NodeDomain(16), c.LevelByName("leaf"));
   EXPECT_EQ(use[leaf1], 8);
@@ -135,7 +135,7 @@ TEST(NetworkModel, UplinkContentionSharesALeafAmongTheJobsUsingIt) {
   }
   EXPECT_DOUBLE_EQ(prepared.Ring().busbw_gbytes_s, 200);  // no load given: fully loaded
   // A job inside one leaf uses no shared uplink.
-  EXPECT_TRUE(m.RingUplinkUse(OnNodes(c, Range(0, 4), 8)).empty());
+  EXPECT_TRUE(m.Prepare(OnNodes(c, Range(0, 4), 8), kS).uplink_use().empty());
 }
 
 TEST(NetworkModel, SmallMembersSpreadOverNodesAreNicBound) {
@@ -291,7 +291,8 @@ TEST(NetworkModelEngine, UplinkContentionChangesARunningJobsSpeed) {
 
   NetworkModel m(c);
   const auto pa = OnNodes(c, {0, 2}, 6), pb = OnNodes(c, {0, 2}, 2);
-  const UplinkLoad none, by_a = m.RingUplinkUse(pa), by_b = m.RingUplinkUse(pb);
+  const UplinkLoad none, by_a = m.Prepare(pa, kS).uplink_use(),
+                         by_b = m.Prepare(pb, kS).uplink_use();
   ASSERT_EQ(by_a.size(), 2u);
   const double ideal_a = m.AllReduce(m.CompactPlacement(2, 6), kS).seconds;
   const double ideal_b = m.AllReduce(m.CompactPlacement(2, 2), kS).seconds;
