@@ -4,7 +4,7 @@
   scripts/sim_matrix.py run --out DIR --policy P [--seeds 1,2,3] [--clusters a,b] [--jobs 2]
                            [-- EXTRA SIMULATE FLAGS]
   scripts/sim_matrix.py compare --base DIR [--base DIR2 ...] --cand DIR [--cand-policy topogang]
-                               [-v] [--dominance]
+                               [--seeds ...] [--clusters ...] [-v] [--dominance] [--spread]
 
 `run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
 $TOPOGANG_BIN, else build/bin/topogang) and keeps each run's summary.csv and jobs-<policy>.csv
@@ -112,11 +112,9 @@ def verdict(metric, cand, best):
     return "L" if rel > 0.005 else ("W" if rel < -0.005 else "T")
 
 
-def dominance_table(a, clusters):
-    """Per baseline: runs where the candidate is at least as good on all four metrics (ties
-    within the tolerances of verdict()), and how often it is worse on each metric."""
-    rows = {b: {"runs": 0, "dominates": 0, "mean": 0, "p95": 0, "goodput": 0, "wait256": 0}
-            for b in BASELINES}
+def load_runs(a, clusters):
+    """Each run with a candidate row: (cluster, load, name, candidate metrics, {baseline: metrics})
+    from the --cand dir and every --base dir (a later --base overrides an earlier one)."""
     for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
         name = f"{cluster}-L{load}-s{s}"
         cp = os.path.join(a.cand, name, "summary.csv")
@@ -125,22 +123,31 @@ def dominance_table(a, clusters):
         crow = read_summary(cp).get(a.cand_policy)
         if crow is None:
             continue
-        c = metrics(crow)
+        base = {}
         for d in a.base:
             p = os.path.join(d, name, "summary.csv")
-            if not os.path.exists(p):
-                continue
-            for pol, row in read_summary(p).items():
-                if pol not in rows:
-                    continue
-                b = metrics(row)
-                r = rows[pol]
-                r["runs"] += 1
-                worse = [m for m in ("mean", "p95", "goodput", "wait256") if verdict(m, c[m], b[m]) == "L"]
-                for m in worse:
-                    r[m] += 1
-                if not worse:
-                    r["dominates"] += 1
+            if os.path.exists(p):
+                for pol, row in read_summary(p).items():
+                    if pol in BASELINES:
+                        base[pol] = metrics(row)
+        if base:
+            yield cluster, load, name, metrics(crow), base
+
+
+def dominance_table(loaded):
+    """Per baseline: runs where the candidate is at least as good on all four metrics (ties
+    within the tolerances of verdict()), and how often it is worse on each metric."""
+    rows = {b: {"runs": 0, "dominates": 0, "mean": 0, "p95": 0, "goodput": 0, "wait256": 0}
+            for b in BASELINES}
+    for _, _, _, c, base in loaded:
+        for pol, b in base.items():
+            r = rows[pol]
+            r["runs"] += 1
+            worse = [m for m in ("mean", "p95", "goodput", "wait256") if verdict(m, c[m], b[m]) == "L"]
+            for m in worse:
+                r[m] += 1
+            if not worse:
+                r["dominates"] += 1
     out = ["baseline                 runs  cand >= on all 4  cand worse on: mean  p95  goodput  wait256"]
     for b, r in rows.items():
         if r["runs"]:
@@ -180,22 +187,8 @@ def cmd_compare(a):
     totals = {}
     lines = []
     diffs = {}  # (cluster, load) -> per-seed differences, for --spread
-    for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
-        name = f"{cluster}-L{load}-s{s}"
-        base = {}
-        for d in a.base:
-            p = os.path.join(d, name, "summary.csv")
-            if os.path.exists(p):
-                for pol, row in read_summary(p).items():
-                    if pol in BASELINES:
-                        base[pol] = metrics(row)
-        cp = os.path.join(a.cand, name, "summary.csv")
-        if not base or not os.path.exists(cp):
-            continue
-        crow = read_summary(cp).get(a.cand_policy)
-        if crow is None:
-            continue
-        c = metrics(crow)
+    loaded = list(load_runs(a, clusters))
+    for cluster, load, name, c, base in loaded:
         cells = []
         d = diffs.setdefault((cluster, load), {"mean": [], "p95": [], "goodput": [], "verdict": []})
         for m in ("mean", "p95", "goodput", "wait256"):
@@ -222,7 +215,7 @@ def cmd_compare(a):
     if a.verbose:
         print("\n".join(lines))
     if a.dominance:
-        print(dominance_table(a, clusters))
+        print(dominance_table(loaded))
     if a.spread:
         print(spread_table(diffs))
     print(f"{'cluster':18s} {'metric':8s} W/T/L (- = no 256+ gang waited)")
