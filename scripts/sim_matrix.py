@@ -5,6 +5,7 @@
                            [-- EXTRA SIMULATE FLAGS]
   scripts/sim_matrix.py compare --base DIR [--base DIR2 ...] --cand DIR [--cand-policy topogang]
                                [--seeds ...] [--clusters ...] [-v] [--dominance] [--spread]
+  scripts/sim_matrix.py classload --traces DIR [--min-gpus 256] [--seeds ...] [--clusters ...]
 
 `run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
 $TOPOGANG_BIN, else build/bin/topogang) and keeps each run's summary.csv and jobs-<policy>.csv
@@ -16,6 +17,9 @@ started waited forever). -v prints every run; --dominance counts, per baseline, 
 the candidate is at least as good on all four metrics at once; --spread gives, per cluster and
 load, the mean difference to the best baseline over the seeds with its 95 % confidence interval
 (Student's t).
+`classload` generates the matrix's traces (kept under --traces) and prints, per cluster and load,
+the offered load of the gangs of at least --min-gpus GPUs alone and their share of the GPU-time:
+where that load is above 1, the large gangs' backlog grows under any queue order.
 
 Example (docs/placement-quality.md): the baselines once, then topogang with a queue option:
   scripts/sim_matrix.py run --out /tmp/mx/base --policy kueue-tas,kueue-tas-best,slurm-tree,\
@@ -223,6 +227,56 @@ def cmd_compare(a):
         print(f"{cluster:18s} {m:8s} {t['W']}/{t['T']}/{t['L']}" + (f" ({t['-']} -)" if t["-"] else ""))
 
 
+def trace_class_load(path, min_gpus):
+    """(offered load of the gangs of at least min_gpus GPUs alone, their share of the GPU-time)
+    of one trace written by `simulate --write-trace`. The offered load is the generator's: GPU-time
+    over the cluster's GPUs times the arrival window (first to last arrival); the cluster's GPUs
+    come from the trace's first comment line ("... on meta-16k (16384 GPUs)"); event rows are
+    skipped."""
+    with open(path) as f:
+        header = f.readline()
+        try:
+            gpus = int(header.rsplit("(", 1)[1].split()[0])
+        except (IndexError, ValueError):
+            raise SystemExit(f"{path}: first line does not name the cluster's GPUs: {header.strip()!r}")
+        # event rows (@fail, @drain, @slow) are not jobs
+        rows = list(csv.DictReader(line for line in f if not line.startswith(("#", "@"))))
+    if not rows or gpus <= 0:
+        raise SystemExit(f"{path}: no jobs, or a cluster of no GPUs")
+    arrivals = [float(r["arrival_s"]) for r in rows]
+    window = max(arrivals) - min(arrivals)
+    total = big = 0.0
+    for r in rows:
+        size = int(r["members"]) * int(r["gpus_per_member"])
+        work = size * float(r["duration_s"])
+        total += work
+        if size >= min_gpus:
+            big += work
+    if window <= 0 or total <= 0:
+        raise SystemExit(f"{path}: arrivals or run times are all zero")
+    return big / (gpus * window), big / total
+
+
+def cmd_classload(a):
+    clusters = a.clusters.split(",") if a.clusters else None
+    os.makedirs(a.traces, exist_ok=True)
+    got = {}
+    for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
+        path = os.path.join(a.traces, f"{cluster}-L{load}-s{s}.csv")
+        if not os.path.exists(path):
+            cmd = [BIN, "simulate", "--cluster", os.path.join(CL, cluster + ".yaml"), *gen,
+                   "--seed", s, "--load", load, "--write-trace", path]
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise SystemExit(f"{path}: simulate failed\n{p.stderr}")
+        got.setdefault((cluster, load), []).append(trace_class_load(path, a.min_gpus))
+    print(f"{'cluster':18s} {'load':>5s} {'seeds':>5s}  offered load of {a.min_gpus}+ GPU gangs alone  their share of the GPU-time")
+    for (cluster, load), v in got.items():
+        lo, hi = min(x[0] for x in v), max(x[0] for x in v)
+        slo, shi = min(x[1] for x in v), max(x[1] for x in v)
+        print(f"{cluster:18s} {load:>5s} {len(v):5d}  {lo:.2f}-{hi:.2f}{'':28s}{slo:.2f}-{shi:.2f}")
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -250,9 +304,16 @@ def main():
                    help="also print, per cluster and load, the mean difference to the best baseline over the seeds with its 95 %% confidence interval")
     c.add_argument("--dominance", action="store_true",
                    help="also count, per baseline, the runs where the candidate is at least as good on every metric")
+    k = sub.add_parser("classload", help="offered load of the large gangs alone, per cluster and load")
+    k.add_argument("--traces", required=True, help="where the generated traces are kept")
+    k.add_argument("--min-gpus", type=int, default=256)
+    k.add_argument("--seeds", default="1,2,3")
+    k.add_argument("--clusters", default="")
     a = ap.parse_args(argv)
     if a.cmd == "run":
         cmd_run(a, extra)
+    elif a.cmd == "classload":
+        cmd_classload(a)
     else:
         cmd_compare(a)
 

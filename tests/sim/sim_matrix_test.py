@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scripts/sim_matrix.py compare on hand-made summaries: best of six per metric, the tie
-tolerances, a 256+ gang that never started, and the per-baseline dominance count."""
+tolerances, a 256+ gang that never started, and the per-baseline dominance count; classload's
+arithmetic on a hand-made trace."""
 import csv
 import io
 import os
@@ -110,6 +111,48 @@ class Spread(unittest.TestCase):
             self.assertIn("+0.0 +- 24.8 (-10.0 .. +10.0)", row[0])
             self.assertIn("1/1/1", row[0])  # W / T / L on mean JCT
             self.assertIn("+2.0 +- 2.5 (+1.0 .. +3.0)", row[0])
+
+
+class ClassLoad(unittest.TestCase):
+    """trace_class_load on a hand-made trace (classload's arithmetic, without the binary)."""
+
+    def load_module(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("sim_matrix", SCRIPT)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+
+    def test_offered_load_and_share_of_the_large_gangs(self):
+        mod = self.load_module()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.csv")
+            with open(path, "w") as f:
+                f.write("# topogang trace: 3 jobs, profile mixed, seed 1, load 1.00 on tiny (16 GPUs)\n"
+                        "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,"
+                        "preferred_tier,sku,estimate_s,priority,min_members\n"
+                        "j0,0,1,8,100,0.1,,,,,,\n"
+                        "@fail,20,node-1,600\n"
+                        "j1,50,1,1,200,0,,,,,,\n"
+                        "j2,100,2,8,50,0.3,,,,,,\n")
+            # Window 0..100 s on 16 GPUs: 1,600 GPU-s of capacity. Work: j0 8 x 100 = 800,
+            # j1 1 x 200 = 200, j2 16 x 50 = 800; gangs of 16+ GPUs: j2 alone, 800 GPU-s:
+            # offered load 800 / 1600 = 0.5, share 800 / 1800 = 0.444.
+            load, share = mod.trace_class_load(path, 16)
+            self.assertAlmostEqual(load, 0.5)
+            self.assertAlmostEqual(share, 800 / 1800)
+            # Gangs of 8+ GPUs: j0 and j2, 1,600 GPU-s: load 1.0.
+            self.assertAlmostEqual(mod.trace_class_load(path, 8)[0], 1.0)
+
+    def test_a_trace_without_the_cluster_size_is_refused(self):
+        mod = self.load_module()
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "t.csv")
+            with open(path, "w") as f:
+                f.write("id,arrival_s,members,gpus_per_member,duration_s\nj0,0,1,8,100\n")
+            with self.assertRaises(SystemExit) as e:
+                mod.trace_class_load(path, 16)
+            self.assertIn("does not name the cluster's GPUs", str(e.exception))
 
 
 if __name__ == "__main__":
