@@ -62,6 +62,12 @@ def runs(seeds, clusters):
                 yield cluster, gen, load, s
 
 
+def simulate_cmd(cluster, gen, load, seed, *tail):
+    """`topogang simulate` for one (cluster, load, seed) of the matrix, then `tail`."""
+    return [BIN, "simulate", "--cluster", os.path.join(CL, cluster + ".yaml"), *gen,
+            "--seed", seed, "--load", load, *tail]
+
+
 def cmd_run(a, extra):
     clusters = a.clusters.split(",") if a.clusters else None
     todo = list(runs(a.seeds.split(","), clusters))
@@ -71,8 +77,7 @@ def cmd_run(a, extra):
         out = os.path.join(a.out, f"{cluster}-L{load}-s{s}")
         if os.path.exists(os.path.join(out, "summary.csv")) and not a.force:
             return f"{out}: kept"
-        cmd = [BIN, "simulate", "--cluster", os.path.join(CL, cluster + ".yaml"), *gen,
-               "--seed", s, "--load", load, "--policy", a.policy, "--out", out, *extra]
+        cmd = simulate_cmd(cluster, gen, load, s, "--policy", a.policy, "--out", out, *extra)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
         except subprocess.TimeoutExpired:
@@ -264,10 +269,11 @@ def cmd_classload(a):
     for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
         path = os.path.join(a.traces, f"{cluster}-L{load}-s{s}.csv")
         if not os.path.exists(path):
-            cmd = [BIN, "simulate", "--cluster", os.path.join(CL, cluster + ".yaml"), *gen,
-                   "--seed", s, "--load", load, "--write-trace", path]
-            p = subprocess.run(cmd, capture_output=True, text=True)
+            p = subprocess.run(simulate_cmd(cluster, gen, load, s, "--write-trace", path),
+                               capture_output=True, text=True)
             if p.returncode != 0:
+                if os.path.exists(path):
+                    os.remove(path)  # a partial trace would be taken as done next time
                 raise SystemExit(f"{path}: simulate failed\n{p.stderr}")
         got.setdefault((cluster, load), []).append(trace_class_load(path, a.min_gpus))
     print(f"{'cluster':18s} {'load':>5s} {'seeds':>5s}  offered load of {a.min_gpus}+ GPU gangs alone  their share of the GPU-time")
