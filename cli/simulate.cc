@@ -67,6 +67,11 @@ of its placement (communication model, docs/placement-quality.md).
   --locality-patience S   topogang only: QueueOptions::locality_patience in seconds (a gang
                           that could start only below its shape's best bandwidth waits up to S
                           for better; 0 = off)
+  --required-tier-max-wait S  topogang only: every gang's switch-tier requirement (leaf, spine,
+                          ...; not an NVLink domain) lapses after S seconds of waiting
+                          (GangSpec::required_tier_max_wait, the topogang.io/required-tier-max-wait
+                          annotation): Slurm's --switches=N@max-time, as slurm-tree-best
+                          models it with max_switch_wait = 300 (default: never lapses)
   --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
   --queue-claim-factor X, --queue-whole-member-holds 0|1, --queue-claim-order
   most-free|fewest-gangs, --queue-hold-ready-fraction F, --queue-hold-max-shortfall F,
@@ -146,6 +151,7 @@ int RunSimulate(int argc, char** argv) {
                          "comm-model",
                          "estimates",
                          "locality-patience",
+                         "required-tier-max-wait",
                          "queue-starvation-minutes",
                          "queue-hold-min-gpus",
                          "queue-max-holds",
@@ -244,7 +250,7 @@ int RunSimulate(int argc, char** argv) {
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, hi_share,
-      hi_min, el_share, slow_share, slow_factor;
+      hi_min, el_share, slow_share, slow_factor, tier_wait;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
       !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
@@ -252,6 +258,7 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "rendezvous-timeout", 600, 1, 1e7, &rdzv) ||
       !ParseDouble(*args, "snapshot-at", -1, -1, 1e9, &snapshot) ||
       !ParseDouble(*args, "locality-patience", -1, 0, 1e9, &patience) ||
+      !ParseDouble(*args, "required-tier-max-wait", -1, 0, 1e9, &tier_wait) ||
       !ParseDouble(*args, "queue-starvation-minutes", -1, -1, 1e7, &q_starve) ||
       !ParseDouble(*args, "queue-hold-min-gpus", -1, -1, 1e7, &q_min) ||
       !ParseDouble(*args, "queue-max-holds", -1, -1, 1e6, &q_holds) ||
@@ -421,6 +428,7 @@ int RunSimulate(int argc, char** argv) {
   opt.rendezvous_timeout_s = rdzv;
   opt.snapshot_at_s = snapshot;
   opt.locality_patience_s = patience;
+  opt.required_tier_max_wait_s = tier_wait;
   opt.repair_in_place_always = args->Has("repair-in-place-always");
   opt.spares_per_domain = static_cast<int>(spares);
   opt.spare_tier = args->Get("spare-tier", "");

@@ -183,14 +183,19 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       const int have_size = it->second.elastic_max > 0 ? it->second.elastic_max : have.members;
       if (have_size != spec.members || have.gpus_per_member != spec.gpus_per_member ||
           have.required_tier != spec.required_tier || have.slice.members != spec.slice.members ||
-          have.slice.tier != spec.slice.tier) {
+          have.slice.tier != spec.slice.tier ||
+          have.required_tier_max_wait != spec.required_tier_max_wait) {
         decided = true;
+        auto wait = [](const GangSpec& g) -> std::string {
+          if (g.required_tier_max_wait == absl::InfiniteDuration()) return "";
+          return absl::StrCat(" for at most ", absl::FormatDuration(g.required_tier_max_wait));
+        };
         result = ErrorResult(absl::StrCat(
             "pod ", pod.Key(), " says gang ", id, " is ", spec.members, " pods x ",
             spec.gpus_per_member, " GPUs", spec.required_tier.empty() ? "" : " within one ",
-            spec.required_tier, ", but its members so far say ", have_size, " pods x ",
+            spec.required_tier, wait(spec), ", but its members so far say ", have_size, " pods x ",
             have.gpus_per_member, " GPUs", have.required_tier.empty() ? "" : " within one ",
-            have.required_tier, "; all members must carry the same values"));
+            have.required_tier, wait(have), "; all members must carry the same values"));
       }
     } else {
       absl::Time now = state_.clock().Now();

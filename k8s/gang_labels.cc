@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "k8s/duration.h"
 
 namespace topogang {
 namespace {
@@ -58,6 +59,7 @@ GangSpec GangMembership::ToSpec(int gpus_per_member) const {
   g.gpus_per_member = gpus_per_member;
   g.required_tier = required_tier;
   g.preferred_tier = preferred_tier;
+  g.required_tier_max_wait = required_tier_max_wait;
   g.slice = slice;
   return g;
 }
@@ -131,6 +133,19 @@ absl::Status ParsePlacementKeys(const std::map<std::string, std::string>& labels
                                                      "\" its ", g->source, " requires"));
     }
     *field = *v;
+  }
+  auto wait = Lookup(labels, annotations, kRequiredTierMaxWaitKey);
+  if (!wait.ok()) return wait.status();
+  if (!wait->empty()) {
+    if (g->required_tier.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kRequiredTierMaxWaitKey, " needs a required tier (", kRequiredTierKey,
+                       "): without one there is nothing to wait for"));
+    }
+    auto d = ParseKubeDuration(kRequiredTierMaxWaitKey, *wait, kMaxRequiredTierWait,
+                               /*allow_zero=*/true);
+    if (!d.ok()) return d.status();
+    g->required_tier_max_wait = *d;
   }
   auto slice = Lookup(labels, annotations, kSliceSizeKey);
   if (!slice.ok()) return slice.status();

@@ -4,6 +4,7 @@
 //   topogang.io/gang-size       number of member pods                      required with a gang
 //   topogang.io/required-tier   tier the whole gang must fit in (e.g. "leaf")
 //   topogang.io/preferred-tier  tier it should fit in if possible
+//   topogang.io/required-tier-max-wait  how long the required tier binds ("5m"; default: always)
 //   topogang.io/slice-size      members per slice (tensor/pipeline groups)
 //   topogang.io/slice-tier      tier each slice must fit in
 //   topogang.io/min-members     elastic gang: starts with this many, grows to gang-size
@@ -21,6 +22,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "scheduler/gang.h"
 
 namespace topogang {
@@ -29,6 +31,12 @@ inline constexpr char kGangLabel[] = "topogang.io/gang";
 inline constexpr char kGangSizeKey[] = "topogang.io/gang-size";
 inline constexpr char kRequiredTierKey[] = "topogang.io/required-tier";
 inline constexpr char kPreferredTierKey[] = "topogang.io/preferred-tier";
+// A Go duration ("5m", "1h"): once the gang has waited this long, its required tier is only
+// preferred (GangSpec::required_tier_max_wait; Slurm's --switches=N@max-time). Needs a required
+// tier, from topogang.io/required-tier or the convention that named the gang.
+inline constexpr char kRequiredTierMaxWaitKey[] = "topogang.io/required-tier-max-wait";
+// Longer waits are refused as mistakes: a requirement that lapses after a month is a requirement.
+inline constexpr absl::Duration kMaxRequiredTierWait = absl::Hours(24 * 7);
 inline constexpr char kSliceSizeKey[] = "topogang.io/slice-size";
 inline constexpr char kSliceTierKey[] = "topogang.io/slice-tier";
 // An elastic gang (#13): it starts once this many members fit (1 <= min < size) and grows toward
@@ -54,6 +62,7 @@ struct GangMembership {
   int size = 1;
   std::string required_tier;
   std::string preferred_tier;
+  absl::Duration required_tier_max_wait = absl::InfiniteDuration();  // GangSpec's
   SliceSpec slice;
   std::string source;  // the convention that named it, for messages ("topogang.io/gang", ...)
   // Named through the upstream API (scheduling.k8s.io): kube-scheduler's GangScheduling plugin

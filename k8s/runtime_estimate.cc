@@ -2,31 +2,10 @@
 
 #include <algorithm>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "k8s/duration.h"
 
 namespace topogang {
-namespace {
-
-// Go's time.ParseDuration syntax, as kubectl users write durations: whole or decimal numbers,
-// each followed by a unit (h, m, s, ms, us, ns). absl::ParseDuration reads the same syntax; a
-// bare number is refused here, since "3600" could mean seconds or minutes.
-absl::StatusOr<absl::Duration> ParseValue(const std::string& where, const std::string& text) {
-  const std::string v(absl::StripAsciiWhitespace(text));
-  absl::Duration d;
-  const bool has_unit = !v.empty() && absl::ascii_isalpha(static_cast<unsigned char>(v.back()));
-  if (!has_unit || !absl::ParseDuration(v, &d) || d == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, "=\"", v.substr(0, 40), "\": expected a duration such as 45m, 4h or 1h30m"));
-  }
-  if (d <= absl::ZeroDuration() || d > kMaxRuntimeEstimate) {
-    return absl::InvalidArgumentError(absl::StrCat(where, "=\"", v.substr(0, 40),
-                                                   "\": must be more than 0 and at most 366 days"));
-  }
-  return d;
-}
-
-}  // namespace
 
 absl::StatusOr<absl::Duration> ParseRuntimeEstimate(
     const std::map<std::string, std::string>& labels,
@@ -35,12 +14,14 @@ absl::StatusOr<absl::Duration> ParseRuntimeEstimate(
   auto label = labels.find(kRuntimeEstimateKey);
   auto annotation = annotations.find(kRuntimeEstimateKey);
   if (label != labels.end()) {
-    auto d = ParseValue(absl::StrCat("label ", kRuntimeEstimateKey), label->second);
+    auto d = ParseKubeDuration(absl::StrCat("label ", kRuntimeEstimateKey), label->second,
+                               kMaxRuntimeEstimate);
     if (!d.ok()) return d.status();
     est = *d;
   }
   if (annotation != annotations.end()) {
-    auto d = ParseValue(absl::StrCat("annotation ", kRuntimeEstimateKey), annotation->second);
+    auto d = ParseKubeDuration(absl::StrCat("annotation ", kRuntimeEstimateKey), annotation->second,
+                               kMaxRuntimeEstimate);
     if (!d.ok()) return d.status();
     if (est > absl::ZeroDuration() && est != *d) {
       return absl::InvalidArgumentError(absl::StrCat(kRuntimeEstimateKey, ": the label (",

@@ -17,6 +17,9 @@ absl::Status ValidateGang(const GangSpec& g) {
   if (g.gpus_per_member < 1 || g.gpus_per_member > 128) {
     return bad("gpus_per_member must be 1..128, got ", g.gpus_per_member);
   }
+  if (g.required_tier_max_wait < absl::ZeroDuration()) {
+    return bad("required_tier_max_wait must not be negative");
+  }
   if (g.slice.members < 0) return bad("slice members must be >= 0, got ", g.slice.members);
   if (g.slice.members > 0) {
     if (g.slice.tier.empty()) return bad("slice needs a tier");

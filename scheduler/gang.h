@@ -26,6 +26,11 @@ struct GangSpec {
   bool allow_mixed_sku = false;  // let members land on different SKUs
   std::string required_tier;     // must fit inside one domain of this tier
   std::string preferred_tier;    // reported: whether it fit inside one domain of this tier
+  // How long the required tier binds, counted from when the gang is queued (Slurm's
+  // `--switches=N@max-time`, capped there by max_switch_wait): a gang that has waited this long
+  // is placed as if the tier were only preferred, so a requirement one busy domain cannot meet
+  // does not hold it for hours. Infinite (the default): the requirement never lapses.
+  absl::Duration required_tier_max_wait = absl::InfiniteDuration();
   SliceSpec slice;
   int priority = 0;
   // How long the gang is expected to run (zero: not given): what its user says, or its time

@@ -21,6 +21,19 @@ double BestBandwidth(const Cluster& c, const GangSpec& g) {
   return c.SpanBandwidthGbps(0);
 }
 
+// Once its required tier has bound the gang for required_tier_max_wait, it becomes a preference
+// (the narrower of it and the gang's own preference): the planner still tries to keep the gang
+// inside one such domain, but places it across them rather than wait longer.
+void RelaxRequiredTier(const Cluster& c, GangQueue::Entry& e) {
+  GangSpec& g = e.spec;
+  if (g.preferred_tier.empty() ||
+      c.LevelByName(g.preferred_tier) < c.LevelByName(g.required_tier)) {
+    g.preferred_tier = g.required_tier;
+  }
+  g.required_tier.clear();
+  e.tier_relaxed = true;
+}
+
 }  // namespace
 
 std::string GangQueue::HoldName(absl::string_view gang) { return absl::StrCat("hold/", gang); }
@@ -45,6 +58,10 @@ absl::Time GangQueue::NextDeadline(absl::Time now) const {
     }
     if (e.hold_domain < 0 && e.spec.total_gpus() >= options_.hold_min_gpus) {
       const absl::Time t = e.enqueued + options_.starvation_threshold;
+      if (t > now) next = std::min(next, t);
+    }
+    if (!e.spec.required_tier.empty()) {
+      const absl::Time t = e.enqueued + e.spec.required_tier_max_wait;
       if (t > now) next = std::min(next, t);
     }
   }
@@ -352,6 +369,9 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   for (Entry& entry : waiting_) {
     kept.push_back(std::move(entry));
     Entry& e = kept.back();
+    if (!e.spec.required_tier.empty() && now - e.enqueued >= e.spec.required_tier_max_wait) {
+      RelaxRequiredTier(sched.cluster(), e);
+    }
     const bool had_hold = sched.Find(HoldName(e.spec.name)) != nullptr;
     DropHold(sched, e);
     const bool may_borrow = options_.backfill_into_holds && !holders.empty() &&
@@ -388,7 +408,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       }
     }
     if (had_hold) failed.clear();
-    if (r.ok() && options_.locality_patience > absl::ZeroDuration() &&
+    if (r.ok() && !e.tier_relaxed && options_.locality_patience > absl::ZeroDuration() &&
         (*r)->placement.bandwidth_gbps < BestBandwidth(sched.cluster(), e.spec)) {
       if (e.could_start == absl::InfiniteFuture()) e.could_start = now;
       if (now - e.could_start < options_.locality_patience) {

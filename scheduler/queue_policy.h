@@ -112,6 +112,9 @@ class GangQueue {
     absl::Time ready_at = absl::InfiniteFuture();
     // First time it could have started, on a slower placement than its best (patience).
     absl::Time could_start = absl::InfiniteFuture();
+    // Its required tier lapsed (GangSpec::required_tier_max_wait): `spec` now prefers that tier
+    // instead, and it starts on whatever fits, without locality patience (it has waited).
+    bool tier_relaxed = false;
   };
 
   // AlreadyExists if a gang of that name is waiting.
@@ -129,7 +132,8 @@ class GangQueue {
 
   const std::vector<Entry>& waiting() const { return waiting_; }
   // The earliest time after `now` at which Schedule may start something without any other
-  // change: a gang's locality patience runs out, or a large gang turns starved.
+  // change: a gang's locality patience runs out, a large gang turns starved, or a gang's
+  // required tier lapses.
   absl::Time NextDeadline(absl::Time now) const;
   bool Contains(absl::string_view name) const;
   size_t size() const { return waiting_.size(); }

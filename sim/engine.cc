@@ -202,6 +202,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   ctx.seed = opt.seed;
   ctx.rendezvous_timeout_s = opt.rendezvous_timeout_s;
   ctx.locality_patience_s = opt.locality_patience_s;
+  ctx.required_tier_max_wait_s = opt.required_tier_max_wait_s;
   ctx.queue = opt.queue;
   ctx.repair_in_place_always = opt.repair_in_place_always;
   ctx.preemption = opt.preemption;

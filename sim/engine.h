@@ -41,10 +41,11 @@ struct SimOptions {
   // Work a job loses when a failure interrupts it (since its last checkpoint, plus restart),
   // whether it is requeued or repaired in place.
   double restart_cost_s = 600;
-  double rendezvous_timeout_s = 600;    // `default` policy only
-  double locality_patience_s = -1;      // `topogang` only: see PolicyContext
-  QueueOverrides queue;                 // `topogang` only: QueueOptions overrides
-  bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
+  double rendezvous_timeout_s = 600;     // `default` policy only
+  double locality_patience_s = -1;       // `topogang` only: see PolicyContext
+  double required_tier_max_wait_s = -1;  // `topogang` only: see PolicyContext
+  QueueOverrides queue;                  // `topogang` only: QueueOptions overrides
+  bool repair_in_place_always = false;   // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
   // `topogang` only, issue #13 (see PolicyContext). The policy name may also switch them on:

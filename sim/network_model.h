@@ -34,6 +34,8 @@ double NvlinkGBytesPerSec(absl::string_view sku);
 // Whether a tier is an NVLink domain (traffic inside it never touches a NIC): tiers named
 // "nvlink"/"accelerator", or labelled with the GPU clique / memory-fabric id.
 bool IsNvlinkTier(absl::string_view name, absl::string_view label);
+// The same for a level of `c` (false for the cluster root, a node, or no such level).
+bool IsNvlinkLevel(const Cluster& c, int level);
 
 struct CollectiveCost {
   double seconds = 0;

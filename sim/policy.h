@@ -53,6 +53,10 @@ struct PolicyContext {
   double rendezvous_timeout_s = 600;
   // `topogang` only: QueueOptions::locality_patience in seconds (< 0: the daemon's default).
   double locality_patience_s = -1;
+  // `topogang` only: GangSpec::required_tier_max_wait in seconds for every gang whose required
+  // tier is a switch tier (< 0: never lapses). An NVLink-domain requirement is kept, as Slurm
+  // never gives up topology/block's --segment.
+  double required_tier_max_wait_s = -1;
   // `topogang` only: the daemon's queue options (scheduler/queue_policy.h), defaults unless set.
   QueueOverrides queue;
   // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By

@@ -56,7 +56,7 @@ class SlurmTreePolicy : public ClusterGangPolicy {
   void Enqueue(int j, double now) override {
     GangPolicy::Enqueue(j, now);
     const std::string& req = job(j).gang.required_tier;
-    if (best_ && !req.empty() && !IsNvlinkLevel(cluster_.LevelByName(req))) {
+    if (best_ && !req.empty() && !IsNvlinkLevel(cluster_, cluster_.LevelByName(req))) {
       switch_deadlines_.insert(FirstEnqueued(j) + kMaxSwitchWaitS);
     }
   }
@@ -100,7 +100,7 @@ class SlurmTreePolicy : public ClusterGangPolicy {
     int top = 0;
     // A leaf/spine requirement is --switches=1@T (given up after max_switch_wait); an NVLink
     // domain requirement is topology/block's --segment, which is never given up.
-    const bool switch_wait_over = best_ && !IsNvlinkLevel(c.LevelByName(s.required_tier)) &&
+    const bool switch_wait_over = best_ && !IsNvlinkLevel(c, c.LevelByName(s.required_tier)) &&
                                   now() - FirstEnqueued(j) >= kMaxSwitchWaitS;
     if (!s.required_tier.empty() && !switch_wait_over) {
       const int req = std::max(1, c.LevelByName(s.required_tier));
@@ -183,12 +183,6 @@ class SlurmTreePolicy : public ClusterGangPolicy {
       nodes += cluster_.NodesWithFree(d, sku_, k);
     }
     return nodes * per_node_;
-  }
-  bool IsNvlinkLevel(int level) const {
-    for (const TierSpec& t : cluster_.topology().tiers) {
-      if (level > 0 && t.name == cluster_.LevelName(level)) return IsNvlinkTier(t.name, t.label);
-    }
-    return false;
   }
   int NodeMembers(int node) const {
     const Cluster& c = cluster_;

@@ -44,6 +44,7 @@
 #include "scheduler/rank_order.h"
 #include "scheduler/spares.h"
 #include "sim/comm_model.h"
+#include "sim/network_model.h"
 #include "sim/policies.h"
 
 namespace topogang::sim {
@@ -231,6 +232,10 @@ class TopogangPolicy : public Policy {
   GangSpec QueuedSpec(int j) const {
     GangSpec g = job(j).gang;
     if (IsElastic(j)) g.members = job(j).trace->min_members;
+    if (ctx_.required_tier_max_wait_s >= 0 && !g.required_tier.empty() &&
+        !IsNvlinkLevel(cluster(), cluster().LevelByName(g.required_tier))) {
+      g.required_tier_max_wait = absl::Seconds(ctx_.required_tier_max_wait_s);
+    }
     return g;
   }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "sim/network_model.h"
 #include "sim/policy.h"
 #include "tests/test_util.h"
 
@@ -50,10 +51,12 @@ class BestPractice : public ::testing::Test {
     return static_cast<int>(jobs_.size()) - 1;
   }
 
-  // Every job really runs `run_s`.
-  std::unique_ptr<Policy> Make(const std::string& name, double run_s = 100) {
+  // Every job really runs `run_s`. `tier_wait_s`: PolicyContext::required_tier_max_wait_s.
+  std::unique_ptr<Policy> Make(const std::string& name, double run_s = 100,
+                               double tier_wait_s = -1) {
     PolicyContext ctx;
     ctx.jobs = &jobs_;
+    ctx.required_tier_max_wait_s = tier_wait_s;
     ctx.run_time = [run_s](int, const std::vector<MemberPlacement>&) { return run_s; };
     auto p = MakePolicy(name, c_, ctx);
     EXPECT_TRUE(p.ok()) << p.status();
@@ -147,6 +150,40 @@ TEST_F(BestPractice, SlurmGivesUpASwitchRequirementAfterMaxSwitchWait) {
   auto as_is = Make("slurm-tree");
   as_is->Enqueue(j, 0);
   EXPECT_FALSE(Started_(as_is->Schedule(1e6), j)) << "as annotated it waits forever";
+}
+
+TEST_F(BestPractice, TopogangGivenTheSameMaxWaitGivesTheSwitchRequirementUpToo) {
+  // The case above under `--required-tier-max-wait 300` (GangSpec::required_tier_max_wait):
+  // topogang wakes at the lapse itself, with no backfill interval, and keeps no patience.
+  for (int n : {1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15}) FillNode(n, 8);
+  int j = AddJob(2, 8, "leaf");
+  auto tg = Make("topogang", 100, /*tier_wait_s=*/300);
+  tg->Enqueue(j, 0);
+  EXPECT_FALSE(Started_(tg->Schedule(0), j));
+  EXPECT_DOUBLE_EQ(tg->NextWakeup(), 300);
+  EXPECT_FALSE(Started_(tg->Schedule(299), j));
+  EXPECT_EQ(NodesOf(tg->Schedule(300), j).size(), 2u);
+  auto strict = Make("topogang");
+  strict->Enqueue(j, 0);
+  EXPECT_FALSE(Started_(strict->Schedule(1e6), j)) << "by default the requirement stands";
+}
+
+TEST_F(BestPractice, AnNvlinkRequirementNeverLapsesInEither) {
+  // GB200 trays, NVLink domains of two nodes: one free node in each, and a gang of two nodes
+  // that must share a domain. Slurm's --segment is never given up; neither is it here.
+  c_ = testing::MakeCluster(1, 1, 2, 4, 8, "[GB200]", 2);
+  int nvl = -1;
+  for (int l = 0; l <= c_.node_level(); ++l) {
+    if (IsNvlinkLevel(c_, l)) nvl = l;
+  }
+  ASSERT_GT(nvl, 0);
+  for (int n = 0; n < 8; n += 2) FillNode(n, 8);
+  int j = AddJob(2, 8, c_.LevelName(nvl));
+  for (const char* name : {"topogang", "slurm-tree-best"}) {
+    auto p = Make(name, 100, 300);  // the wait is topogang's; Slurm's is its own
+    p->Enqueue(j, 0);
+    EXPECT_FALSE(Started_(p->Schedule(1e6), j)) << p->name();
+  }
 }
 
 TEST_F(BestPractice, SlurmBackfillPlansWithTimeLimitsAndPassesEveryInterval) {

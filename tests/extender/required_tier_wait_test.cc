@@ -1,0 +1,99 @@
+// topogang.io/required-tier-max-wait through the filter verb: a gang whose rack is never free
+// is refused until its wait is over, then placed across racks; a member that disagrees with the
+// reserved gang on the wait is an error, like one that disagrees on the tier.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <set>
+
+#include "extender/extender_service.h"
+#include "k8s/gang_labels.h"
+#include "tests/support/service_fixture.h"
+#include "tests/support/test_util.h"
+
+namespace topogang {
+namespace {
+
+using testing::GangPod;
+using testing::MakeArgs;
+using testing::MakePod;
+using Fixture = testing::ServiceFixture;
+
+constexpr auto kWait = std::chrono::seconds(20);
+
+Json RackGangPod(int index, const std::string& max_wait) {
+  testing::PodOpts o = GangPod("g", 4, index, 8);
+  o.annotations[kRequiredTierKey] = "rack";
+  if (!max_wait.empty()) o.annotations[kRequiredTierMaxWaitKey] = max_wait;
+  return MakePod(o);
+}
+
+// Two racks of four 8-GPU nodes, one node of each busy: no rack has room for 4 x 8 GPUs.
+void FillOneNodePerRack(Fixture& f) {
+  for (const auto& [name, node] : {std::pair{"a", "gpu-node-000"}, {"b", "gpu-node-004"}}) {
+    Json p = MakePod(GangPod(name, 1, 0, 8));
+    ExtenderFilterResult r = f.FilterOffered(p, {node});
+    ASSERT_EQ(r.node_names, std::vector<std::string>{node}) << r.error;
+    auto bound = f.Bind(p, node);
+    ASSERT_EQ(bound.wait_for(kWait), std::future_status::ready);
+    ASSERT_EQ(bound.get(), "");
+  }
+  ASSERT_EQ(f.UsedGpus(), 16);
+}
+
+TEST(RequiredTierMaxWaitFilter, RefusedUntilTheWaitIsOverThenPlacedAcrossRacks) {
+  Fixture f(8);
+  FillOneNodePerRack(f);
+  ExtenderFilterResult r = f.service.Filter(MakeArgs(RackGangPod(0, "5m"), f.names));
+  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+  f.clock.Advance(absl::Minutes(4));
+  r = f.service.Filter(MakeArgs(RackGangPod(1, "5m"), f.names));
+  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+  EXPECT_EQ(f.UsedGpus(), 16) << "nothing reserved while the rack still binds";
+  f.clock.Advance(absl::Minutes(1));
+  std::vector<std::future<std::string>> binds;
+  std::set<std::string> nodes;
+  for (int i = 0; i < 4; ++i) {
+    Json p = RackGangPod(i, "5m");
+    const std::string node = f.FilterOne(p);
+    nodes.insert(node);
+    binds.push_back(f.Bind(p, node));
+  }
+  for (auto& b : binds) {
+    ASSERT_EQ(b.wait_for(kWait), std::future_status::ready);
+    EXPECT_EQ(b.get(), "");
+  }
+  EXPECT_EQ(nodes.size(), 4u);
+  std::set<int> racks;
+  for (const std::string& n : nodes) racks.insert(std::stoi(n.substr(n.size() - 3)) / 4);
+  EXPECT_EQ(racks.size(), 2u) << "across the two racks";
+  EXPECT_EQ(f.UsedGpus(), 48);
+}
+
+TEST(RequiredTierMaxWaitFilter, WithoutTheKeyTheGangKeepsWaiting) {
+  Fixture f(8);
+  FillOneNodePerRack(f);
+  for (int i = 0; i < 3; ++i) {
+    ExtenderFilterResult r = f.service.Filter(MakeArgs(RackGangPod(i, ""), f.names));
+    EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+    f.clock.Advance(absl::Minutes(4));  // under the queue's 6-minute staleness: still waiting
+  }
+  EXPECT_EQ(f.UsedGpus(), 16);
+}
+
+TEST(RequiredTierMaxWaitFilter, MembersThatDisagreeOrAMalformedValueAreErrors) {
+  Fixture f(8);
+  FillOneNodePerRack(f);
+  ExtenderFilterResult r = f.service.Filter(MakeArgs(RackGangPod(0, "5m"), f.names));
+  EXPECT_TRUE(r.error.empty()) << r.error;
+  f.clock.Advance(absl::Minutes(5));
+  EXPECT_FALSE(f.FilterOne(RackGangPod(0, "5m")).empty()) << "reserved across racks";
+  r = f.service.Filter(MakeArgs(RackGangPod(1, "10m"), f.names));
+  EXPECT_NE(r.error.find("for at most 10m"), std::string::npos) << r.error;
+  EXPECT_NE(r.error.find("for at most 5m"), std::string::npos) << r.error;
+  r = f.service.Filter(MakeArgs(RackGangPod(2, "300"), f.names));
+  EXPECT_NE(r.error.find(kRequiredTierMaxWaitKey), std::string::npos) << r.error;
+}
+
+}  // namespace
+}  // namespace topogang
