@@ -12,7 +12,7 @@ namespace topogang {
 absl::Status GangLedger::StartElasticLocked(GangScheduler& s, const GangSpec& spec, int min_members,
                                             absl::Time now) {
   const std::vector<int> masked = s.MaskNodes(ExcludedFor(spec));
-  auto r = elastic_.Start(s, spec, min_members, spec.members, now);
+  auto r = elastic_.Start(s, admission_->Effective(s, spec, now), min_members, spec.members, now);
   s.UnmaskNodes(masked);
   return r.status();
 }

@@ -90,7 +90,9 @@ std::optional<std::string> GangLedger::PreemptLocked(const GangSpec& spec, const
       }
     }
     const std::vector<int> masked = s.MaskNodes(hidden);
-    absl::StatusOr<PreemptionPlan> r = PlanPreemption(s, spec, options_.preemption_plan);
+    // A required tier that has lapsed for the gang no longer confines its victims (as its queue).
+    absl::StatusOr<PreemptionPlan> r =
+        PlanPreemption(s, admission_->Effective(s, spec, now), options_.preemption_plan);
     s.UnmaskNodes(masked);
     return r;
   });

@@ -4,6 +4,8 @@
 // service only talks to this interface, so the policy can be swapped without touching the verbs.
 #pragma once
 
+#include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "absl/time/time.h"
 #include "scheduler/gang_scheduler.h"
 #include "scheduler/queue_policy.h"
+#include "scheduler/tier_lapse.h"
 
 namespace topogang {
 
@@ -28,6 +31,12 @@ class Admission {
   virtual void Reset() {}
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
   virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
+  // The spec to plan `gang` with outside Admit (preemption, an elastic start), so those see a
+  // required tier that has lapsed for it (scheduler/tier_lapse.h) as the queue does.
+  virtual GangSpec Effective(const GangScheduler& /*sched*/, const GangSpec& gang,
+                             absl::Time /*now*/) {
+    return gang;
+  }
 };
 
 class DirectAdmission : public Admission {
@@ -71,7 +80,7 @@ class QueueAdmission : public Admission {
       return r;
     }
     if (!queue_.Contains(gang.name)) {
-      if (absl::Status s = queue_.Enqueue(gang, now); !s.ok()) return s;
+      if (absl::Status s = queue_.Enqueue(WithWaitLeft(gang, now), now); !s.ok()) return s;
     }
     queue_.Schedule(sched, now, exclude);
     if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
@@ -92,6 +101,7 @@ class QueueAdmission : public Admission {
         absl::StrCat("waiting in the gang queue behind earlier or higher-priority gangs (",
                      queue_.size(), " waiting)"));
   }
+  // first_asked_ survives: a gang planned again on a new node set has waited all the same.
   void Reset() override {
     queue_ = GangQueue(options_);
     last_seen_.clear();
@@ -99,14 +109,42 @@ class QueueAdmission : public Admission {
   void Forget(GangScheduler& sched, const std::string& gang) override {
     queue_.Remove(sched, gang);
     last_seen_.erase(gang);
+    first_asked_.erase(gang);
+  }
+  GangSpec Effective(const GangScheduler& sched, const GangSpec& gang, absl::Time now) override {
+    auto it = first_asked_.find(gang.name);
+    if (it == first_asked_.end() || !TierLapsed(sched.cluster(), gang, now - it->second)) {
+      return gang;
+    }
+    return LapseRequiredTier(sched.cluster(), gang);
   }
   const GangQueue& queue() const { return queue_; }
 
  private:
+  // A gang whose required tier lapses waits for it from the first time it asked, not from each
+  // time it enters the queue: a reservation dropped for a re-plan (a member offered other
+  // nodes, an expiry, a lost node, a new node set) or a queue entry gone stale comes back with
+  // the wait it has left. Only such gangs are remembered, until every pod is gone (Forget) or
+  // a day past the longest wait a pod may ask for; after that a re-plan waits again.
+  GangSpec WithWaitLeft(GangSpec gang, absl::Time now) {
+    if (gang.required_tier.empty() || gang.required_tier_max_wait == absl::InfiniteDuration()) {
+      return gang;
+    }
+    for (auto it = first_asked_.begin(); it != first_asked_.end();) {
+      it = now - it->second > kRememberAsked ? first_asked_.erase(it) : std::next(it);
+    }
+    const absl::Time first = first_asked_.try_emplace(gang.name, now).first->second;
+    gang.required_tier_max_wait =
+        std::max(absl::ZeroDuration(), gang.required_tier_max_wait - (now - first));
+    return gang;
+  }
+  static constexpr absl::Duration kRememberAsked = absl::Hours(24 * 8);
+
   QueueOptions options_;
   absl::Duration stale_after_;
   GangQueue queue_;
   std::map<std::string, absl::Time> last_seen_;
+  std::map<std::string, absl::Time> first_asked_;  // gangs whose required tier may lapse
 };
 
 }  // namespace topogang

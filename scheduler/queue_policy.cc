@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/tier_lapse.h"
 
 namespace topogang {
 namespace {
@@ -19,19 +20,6 @@ double BestBandwidth(const Cluster& c, const GangSpec& g) {
     if (c.MaxDomainGpus(level) >= g.total_gpus()) return c.SpanBandwidthGbps(level);
   }
   return c.SpanBandwidthGbps(0);
-}
-
-// Once its required tier has bound the gang for required_tier_max_wait, it becomes a preference
-// (the narrower of it and the gang's own preference): the planner still tries to keep the gang
-// inside one such domain, but places it across them rather than wait longer.
-void RelaxRequiredTier(const Cluster& c, GangQueue::Entry& e) {
-  GangSpec& g = e.spec;
-  if (g.preferred_tier.empty() ||
-      c.LevelByName(g.preferred_tier) < c.LevelByName(g.required_tier)) {
-    g.preferred_tier = g.required_tier;
-  }
-  g.required_tier.clear();
-  e.tier_relaxed = true;
 }
 
 }  // namespace
@@ -369,8 +357,9 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   for (Entry& entry : waiting_) {
     kept.push_back(std::move(entry));
     Entry& e = kept.back();
-    if (!e.spec.required_tier.empty() && now - e.enqueued >= e.spec.required_tier_max_wait) {
-      RelaxRequiredTier(sched.cluster(), e);
+    if (TierLapsed(sched.cluster(), e.spec, now - e.enqueued)) {
+      e.spec = LapseRequiredTier(sched.cluster(), std::move(e.spec));
+      e.tier_relaxed = true;
     }
     const bool had_hold = sched.Find(HoldName(e.spec.name)) != nullptr;
     DropHold(sched, e);

@@ -247,8 +247,10 @@ class TopogangPolicy : public Policy {
     if (IsElastic(j)) {
       const GangRecord saved = *sched_.Find(name);
       (void)sched_.Release(name);
-      auto rec = elastic_.Start(sched_, job(j).gang, job(j).trace->min_members, job(j).gang.members,
-                                At(now));
+      // The record's spec, which a lapsed required tier has left as a preference.
+      GangSpec spec = saved.spec;
+      spec.members = job(j).gang.members;
+      auto rec = elastic_.Start(sched_, spec, job(j).trace->min_members, spec.members, At(now));
       if (rec.ok()) {
         growing_.insert(j);
       } else {  // cannot happen (its minimum fitted a moment ago); keep the queue's choice
@@ -280,7 +282,8 @@ class TopogangPolicy : public Policy {
       const absl::Time enqueued = entry->enqueued;
       (void)queue_.Remove(sched_, spec.name);  // frees its hold, if any: only more room
       if (!ApplyPreemption(sched_, spec, *plan, At(now)).ok()) {
-        (void)queue_.Enqueue(spec, enqueued);
+        // The job's own spec: a lapsed tier lapses again at once, without patience.
+        (void)queue_.Enqueue(QueuedSpec(by_name_.at(spec.name)), enqueued);
         continue;
       }
       for (const std::string& v : plan->victims) {

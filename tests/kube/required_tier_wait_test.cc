@@ -27,6 +27,8 @@ TEST(RequiredTierMaxWaitKey, AGoDurationReachesTheSpec) {
   EXPECT_EQ((*Parse({{kRequiredTierMaxWaitKey, "0s"}}))->required_tier_max_wait,
             absl::ZeroDuration())
       << "zero: the tier is only preferred";
+  EXPECT_EQ((*Parse({{kRequiredTierMaxWaitKey, " 90s "}}))->required_tier_max_wait,
+            absl::Seconds(90));
 }
 
 TEST(RequiredTierMaxWaitKey, UnsetTheRequirementNeverLapses) {
@@ -48,6 +50,10 @@ TEST(RequiredTierMaxWaitKey, MistakesAreClearErrors) {
       {{{kRequiredTierMaxWaitKey, "inf"}}, true, "such as 45m"},
       {{{kRequiredTierMaxWaitKey, "-5m"}}, true, "at least 0"},
       {{{kRequiredTierMaxWaitKey, "200h"}}, true, "at most 7 days"},
+      {{{kRequiredTierMaxWaitKey, "99999999999h"}}, true, "at most 7 days"},
+      {{{kRequiredTierMaxWaitKey, "99999999999999999999h"}}, true, "such as 45m"},  // overflows
+      {{{kRequiredTierMaxWaitKey, "1e9s"}}, true, "such as 45m"},
+      {{{kRequiredTierMaxWaitKey, "5 m"}}, true, "such as 45m"},
   };
   for (const Case& c : cases) {
     auto g = Parse(c.annotations, c.with_tier);

@@ -40,6 +40,9 @@ TEST(RuntimeEstimate, MalformedOrAbsurdValuesAreClearErrors) {
   }
   auto d = Parse({}, {{kRuntimeEstimateKey, "3600"}});
   EXPECT_NE(d.status().message().find("such as 45m"), std::string::npos) << d.status();
+  d = Parse({}, {{kRuntimeEstimateKey, "9000h"}});
+  EXPECT_NE(d.status().message().find("more than 0 and at most 366 days"), std::string::npos)
+      << d.status();
   auto both = Parse({{kRuntimeEstimateKey, "2h"}}, {{kRuntimeEstimateKey, "3h"}});
   ASSERT_FALSE(both.ok());
   EXPECT_NE(both.status().message().find("disagree"), std::string::npos) << both.status();

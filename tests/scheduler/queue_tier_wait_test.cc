@@ -2,7 +2,9 @@
 // gang is placed as if the tier were preferred (Slurm's --switches=N@max-time).
 #include <gtest/gtest.h>
 
+#include "scheduler/admission.h"
 #include "scheduler/queue_policy.h"
+#include "scheduler/tier_lapse.h"
 #include "tests/scheduler/queue_test_util.h"
 #include "tests/test_util.h"
 
@@ -92,6 +94,45 @@ TEST(RequiredTierMaxWait, ANarrowerPreferenceIsKept) {
   ASSERT_EQ(q.Schedule(s, absl::UnixEpoch() + absl::Minutes(1)), std::vector<std::string>{"pair"});
   EXPECT_EQ(s.Find("pair")->spec.preferred_tier, "leaf");
   EXPECT_EQ(s.Find("pair")->placement.Nodes(), (std::vector<int>{1, 3}));
+}
+
+TEST(RequiredTierMaxWait, AnUnknownTierNeverLapsesSoItsErrorStands) {
+  GangScheduler s = SplitLeaves();
+  GangSpec g = LeafPair(absl::ZeroDuration());
+  g.required_tier = "rack";  // not a tier of this cluster
+  g.preferred_tier = "leaf";
+  EXPECT_FALSE(TierLapsed(s.cluster(), g, absl::Hours(1)));
+  EXPECT_TRUE(TierLapsed(s.cluster(), LeafPair(absl::ZeroDuration()), absl::ZeroDuration()));
+  GangQueue q;
+  ASSERT_TRUE(q.Enqueue(g, absl::UnixEpoch()).ok());
+  EXPECT_TRUE(q.Schedule(s, absl::UnixEpoch() + absl::Hours(1)).empty());
+  EXPECT_EQ(s.Find("pair"), nullptr);
+}
+
+// The daemon's admission: the wait counts from the gang's first request, across re-plans.
+TEST(RequiredTierMaxWait, AReplannedGangKeepsTheWaitItHasDone) {
+  GangScheduler s = SplitLeaves();
+  QueueAdmission admission;
+  const absl::Time t = absl::UnixEpoch();
+  const GangSpec pair = LeafPair(absl::Minutes(5));
+  EXPECT_TRUE(absl::IsResourceExhausted(admission.Admit(s, pair, t, {}).status()));
+  EXPECT_EQ(admission.Effective(s, pair, t).required_tier, "leaf");
+  auto r = admission.Admit(s, pair, t + absl::Minutes(5), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)->placement.Nodes(), (std::vector<int>{1, 3}));
+  EXPECT_EQ(admission.Effective(s, pair, t + absl::Minutes(5)).required_tier, "")
+      << "preemption and elastic starts see the lapse too";
+  // The reservation is dropped for a re-plan (a member offered other nodes, an expiry): the
+  // gang asks again and starts at once, without a second wait.
+  ASSERT_TRUE(s.Release("pair").ok());
+  r = admission.Admit(s, pair, t + absl::Minutes(6), {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Every pod gone: forgotten, so the same name later waits from its own first request.
+  ASSERT_TRUE(s.Release("pair").ok());
+  admission.Forget(s, "pair");
+  EXPECT_TRUE(
+      absl::IsResourceExhausted(admission.Admit(s, pair, t + absl::Minutes(7), {}).status()));
+  EXPECT_TRUE(admission.Admit(s, pair, t + absl::Minutes(12), {}).ok());
 }
 
 TEST(RequiredTierMaxWait, ANegativeWaitIsRefused) {
