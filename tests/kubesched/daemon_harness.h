@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,10 +31,12 @@ inline EmulatorOptions DeployedSchedulerOptions(const std::string& api_url,
   return o;
 }
 
-// Put the cluster's nodes into `api` in SetUp, then call StartAll (with extra daemon: keys).
+// Put the cluster's nodes into `api` in SetUp, then call StartAll (with extra daemon: keys, and
+// a change to kube-scheduler's options where a test needs one).
 class EmulatedDaemonTest : public ::testing::Test {
  protected:
-  void StartAll(const std::string& daemon_extra = "") {
+  void StartAll(const std::string& daemon_extra = "",
+                const std::function<void(EmulatorOptions&)>& tweak = {}) {
     ASSERT_TRUE(topogangd
                     .Start({.binary = std::string(TOPOGANG_BIN_DIR) + "/topogangd",
                             .api_url = api.url(),
@@ -42,7 +45,9 @@ class EmulatedDaemonTest : public ::testing::Test {
                             .daemon_extra = daemon_extra})
                     .ok())
         << topogangd.Log();
-    emu = std::make_unique<Emulator>(DeployedSchedulerOptions(api.url(), topogangd.url()));
+    EmulatorOptions o = DeployedSchedulerOptions(api.url(), topogangd.url());
+    if (tweak) tweak(o);
+    emu = std::make_unique<Emulator>(o);
     ASSERT_TRUE(emu->Start().ok());
   }
   void TearDown() override {

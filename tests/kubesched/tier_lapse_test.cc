@@ -1,0 +1,70 @@
+// topogang.io/required-tier-max-wait end to end: the real topogangd (cluster mode) behind the
+// kube-scheduler emulator. A 4 x 8-GPU gang that requires one leaf, on two leaves of four nodes
+// with one node of each busy, is refused while the leaf binds; kube-scheduler keeps its pods in
+// its unschedulable queue and retries them on its own; the first retry after the wait places the
+// gang across the two leaves, whole.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "tests/kubesched/daemon_harness.h"
+
+namespace topogang::kubesched {
+namespace {
+
+using testing::GangPod;
+
+constexpr char kLeaf[] = "network.topology.nvidia.com/leaf";
+
+class TierLapseEndToEnd : public testing::EmulatedDaemonTest {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 8; ++i) {
+      Json n = topogang::testing::MakeNode(absl::StrCat("gpu-node-", i), 8,
+                                           {{"network.topology.nvidia.com/spine", "spine-0"},
+                                            {kLeaf, i < 4 ? "leaf-0" : "leaf-1"},
+                                            {"blocker", i % 4 == 0 ? "yes" : "no"}});
+      n["status"]["allocatable"]["pods"] = "110";
+      api.PutNode(n);
+    }
+    // kube-scheduler flushes pods that waited in its unschedulable queue after
+    // podMaxInUnschedulablePodsDuration (5 minutes, here 10 s of its time: 1 s real), so the
+    // test does not sit out five minutes; nothing else about its retries changes.
+    StartAll("", [](EmulatorOptions& o) { o.queue.pod_max_in_unschedulable = absl::Seconds(10); });
+  }
+};
+
+TEST_F(TierLapseEndToEnd, AGangWhoseLeafNeverFreesStartsAcrossLeavesAfterItsWait) {
+  // One 8-GPU job on node 0 and one on node 4: three free nodes per leaf.
+  for (const char* b : {"block-a", "block-b"}) {
+    api.PutPod(GangPod(b, "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
+  }
+  ASSERT_TRUE(WaitBound({"block-a", "block-b"})) << topogangd.LogTail(30);
+  ASSERT_NE(BoundNode("block-a"), BoundNode("block-b"));
+  const absl::Time created = absl::Now();
+  for (int m = 0; m < 4; ++m) {
+    Json p = GangPod(absl::StrCat("lap-", m), "lap", 4, 8);
+    p["metadata"]["annotations"]["topogang.io/required-tier"] = "leaf";
+    p["metadata"]["annotations"]["topogang.io/required-tier-max-wait"] = "1s";  // topogangd's time
+    api.PutPod(p);
+  }
+  ASSERT_TRUE(WaitBound({"lap-0", "lap-1", "lap-2", "lap-3"})) << topogangd.LogTail(30);
+  EXPECT_GE(absl::Now() - created, absl::Seconds(1)) << "placed before its wait was over";
+  std::set<std::string> nodes, leaves;
+  for (int m = 0; m < 4; ++m) {
+    const std::string n = BoundNode(absl::StrCat("lap-", m));
+    nodes.insert(n);
+    leaves.insert(std::stoi(n.substr(9)) < 4 ? "leaf-0" : "leaf-1");
+    auto r = emu->Record(absl::StrCat("default/lap-", m));
+    ASSERT_TRUE(r.has_value());
+    EXPECT_GE(r->fit_errors + r->errors, m == 0 ? 1 : 0) << r->key << ": never refused";
+  }
+  EXPECT_EQ(nodes.size(), 4u);
+  EXPECT_EQ(leaves.size(), 2u) << "across both leaves";
+  EXPECT_EQ(nodes.count(BoundNode("block-a")) + nodes.count(BoundNode("block-b")), 0u);
+}
+
+}  // namespace
+}  // namespace topogang::kubesched
