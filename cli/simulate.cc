@@ -65,8 +65,8 @@ of its placement (communication model, docs/placement-quality.md).
                           the other jobs using them (its speed changes as they start and end)
                           instead of getting its fully loaded share
   --locality-patience S   topogang only: QueueOptions::locality_patience in seconds (a gang
-                          that could start only below its shape's best bandwidth waits up to S
-                          for better; 0 = off)
+                          below --queue-hold-min-gpus that could start only below its shape's
+                          best bandwidth waits up to S for better; 0 = off)
   --required-tier-max-wait S  topogang only: every gang's switch-tier requirement (leaf, spine,
                           ...; not an NVLink domain) lapses after S seconds of waiting
                           (GangSpec::required_tier_max_wait, the topogang.io/required-tier-max-wait

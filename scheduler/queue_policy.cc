@@ -398,6 +398,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     }
     if (had_hold) failed.clear();
     if (r.ok() && !e.tier_relaxed && options_.locality_patience > absl::ZeroDuration() &&
+        e.spec.total_gpus() < options_.hold_min_gpus &&
         (*r)->placement.bandwidth_gbps < BestBandwidth(sched.cluster(), e.spec)) {
       if (e.could_start == absl::InfiniteFuture()) e.could_start = now;
       if (now - e.could_start < options_.locality_patience) {

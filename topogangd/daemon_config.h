@@ -12,7 +12,7 @@
 //     http_threads: 0              # 0 = min(4, max(2, cores)); verbs run on these threads
 //     max_connections: 16384        # > the largest gang: each member waits at bind on its own
 //     starvation_threshold_seconds: 600   # then GPUs are held for the oldest large gang
-//     hold_min_gpus: 64                   # only gangs this large get holds
+//     hold_min_gpus: 256                  # only gangs this large get holds (no patience)
 //     max_holds: 1
 //     tls:                         # HTTPS on http_port (docs/security.md); absent: plain HTTP
 //       cert_file: /tls/tls.crt    key_file: /tls/tls.key

@@ -46,7 +46,7 @@ case "$case_name" in
     edit helm/topogang/templates/monitoring.yaml 's/(increase\()topogang_gang_events_total(\{namespace="[^"]*", event="expire")/$1topogang_gang_event_total$2/'
     want='metric topogang_gang_event_total is not in topogangd' ;;
   unknown_config_key)
-    edit deploy/topogangd.yaml 's/(      hold_min_gpus: 64\n)/$1      hold_gpus_forever: true\n/'
+    edit deploy/topogangd.yaml 's/(      hold_min_gpus: 256[^\n]*\n)/$1      hold_gpus_forever: true\n/'
     want='exited 2 instead of reaching the in-cluster step' ;;
   unknown_flag)
     edit helm/topogang/templates/agent.yaml 's/- --server=/- --server-address=/'

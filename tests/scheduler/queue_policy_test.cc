@@ -287,6 +287,23 @@ TEST(GangQueue, LocalityPatienceWaitsForABetterPlacementThenTakesWhatThereIs) {
   }
 }
 
+TEST(GangQueue, GangsLargeEnoughForHoldsTakeWhatFitsWithoutPatience) {
+  // The case above (a 2 x 4 gang that fits only across two nodes) with holds from 8 GPUs: the
+  // gang is large enough for a hold, so it starts split at once; from 9 GPUs it waits again.
+  for (int hold_min : {8, 9}) {
+    GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+    QueueOptions opts;
+    opts.locality_patience = absl::Minutes(30);
+    opts.hold_min_gpus = hold_min;
+    GangQueue q(opts);
+    RunOn(s, "a", 0, 0, 4);
+    RunOn(s, "b", 1, 0, 4);
+    ASSERT_TRUE(q.Enqueue(Gang("pair", 2, 4), absl::UnixEpoch()).ok());
+    const std::vector<std::string> started = q.Schedule(s, absl::UnixEpoch());
+    EXPECT_EQ(started.size(), hold_min == 8 ? 1u : 0u) << "hold_min_gpus " << hold_min;
+  }
+}
+
 TEST(GangQueue, NoPatienceStartsAtOnceAndSingleMembersNeverWait) {
   GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
   QueueOptions opts;
