@@ -14,7 +14,8 @@ per run and per metric, the best of the six topology-aware baselines found under
 and counts where the candidate policy (from --cand) wins, ties or loses: mean and p95 JCT (ties
 within 0.5 %), goodput (0.1 point), longest wait of a 256+ GPU gang (0.5 %; a 256+ gang that never
 started waited forever). -v prints every run; --dominance counts, per baseline, the runs where
-the candidate is at least as good on all four metrics at once; --spread gives, per cluster and
+the candidate is at least as good on all four metrics at once and those where the baseline is,
+and better on one (the candidate dominated), then the runs where some baseline dominates it; --spread gives, per cluster and
 load, the mean difference to the best baseline over the seeds with its 95 % confidence interval
 (Student's t).
 `classload` generates the matrix's traces (kept under --traces) and prints, per cluster and load,
@@ -145,22 +146,34 @@ def load_runs(a, clusters):
 
 def dominance_table(loaded):
     """Per baseline: runs where the candidate is at least as good on all four metrics (ties
-    within the tolerances of verdict()), and how often it is worse on each metric."""
-    rows = {b: {"runs": 0, "dominates": 0, "mean": 0, "p95": 0, "goodput": 0, "wait256": 0}
-            for b in BASELINES}
+    within the tolerances of verdict()), runs where the baseline is (at least as good on all
+    four and better on one: the candidate is dominated), and how often the candidate is worse
+    on each metric; then the runs where some baseline dominates the candidate."""
+    rows = {b: {"runs": 0, "dominates": 0, "dominated": 0, "mean": 0, "p95": 0, "goodput": 0,
+                "wait256": 0} for b in BASELINES}
+    any_dominated = 0
     for _, _, _, c, base in loaded:
+        hit = False
         for pol, b in base.items():
             r = rows[pol]
             r["runs"] += 1
-            worse = [m for m in ("mean", "p95", "goodput", "wait256") if verdict(m, c[m], b[m]) == "L"]
+            v = {m: verdict(m, c[m], b[m]) for m in ("mean", "p95", "goodput", "wait256")}
+            worse = [m for m, x in v.items() if x == "L"]
             for m in worse:
                 r[m] += 1
             if not worse:
                 r["dominates"] += 1
-    out = ["baseline                 runs  cand >= on all 4  cand worse on: mean  p95  goodput  wait256"]
+            elif "W" not in v.values():
+                r["dominated"] += 1
+                hit = True
+        any_dominated += hit
+    out = ["baseline                 runs  cand >= on all 4  base >= on all 4, > on one"
+           "  cand worse on: mean  p95  goodput  wait256"]
     for b, r in rows.items():
         if r["runs"]:
-            out.append(f"{b:24s} {r['runs']:4d}  {r['dominates']:16d}  {r['mean']:19d}  {r['p95']:3d}  {r['goodput']:7d}  {r['wait256']:7d}")
+            out.append(f"{b:24s} {r['runs']:4d}  {r['dominates']:16d}  {r['dominated']:26d}"
+                       f"  {r['mean']:19d}  {r['p95']:3d}  {r['goodput']:7d}  {r['wait256']:7d}")
+    out.append(f"runs where some baseline dominates the candidate: {any_dominated} of {len(loaded)}")
     return "\n".join(out)
 
 

@@ -88,6 +88,11 @@ class Compare(unittest.TestCase):
         # slurm-tree-best: lost on the wait in both runs.
         self.assertEqual(rows["slurm-tree-best"][:2], ["2", "0"])
         self.assertEqual(rows["slurm-tree-best"][-1], "2")
+        # The candidate dominated: on L0.9 every baseline ties it on three metrics and beats it
+        # on the wait; on L0.5 it beats each baseline on p95 (900 < 1000), so none dominates it.
+        for b in rows:
+            self.assertEqual(rows[b][2], "1", b)
+        self.assertIn("runs where some baseline dominates the candidate: 1 of 2", out)
 
 
 class Spread(unittest.TestCase):
