@@ -15,9 +15,9 @@ and counts where the candidate policy (from --cand) wins, ties or loses: mean an
 within 0.5 %), goodput (0.1 point), longest wait of a 256+ GPU gang (0.5 %; a 256+ gang that never
 started waited forever). -v prints every run; --dominance counts, per baseline, the runs where
 the candidate is at least as good on all four metrics at once and those where the baseline is,
-and better on one (the candidate dominated), then the runs where some baseline dominates it; --spread gives, per cluster and
-load, the mean difference to the best baseline over the seeds with its 95 % confidence interval
-(Student's t).
+and better on one (the candidate dominated), then the runs where some baseline dominates it;
+--spread gives, per cluster and load, the mean difference to the best baseline over the seeds
+with its 95 % confidence interval (Student's t).
 `classload` generates the matrix's traces (kept under --traces) and prints, per cluster and load,
 the offered load of the gangs of at least --min-gpus GPUs alone and their share of the GPU-time:
 where that load is above 1, the large gangs' backlog grows under any queue order.
