@@ -230,6 +230,11 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
     FailList fails;
     DropEntryLocked(id, "topogang: every running member of the gang is gone; filter again",
                     /*release_core=*/true, &fails);
+    // Whatever comes under this name next is a new gang to the queue (its own wait, e.g.).
+    state_.With([&](GangScheduler& s) {
+      admission_->Forget(s, id);
+      return 0;
+    });
     state_.Publish({0, {}, "release", id, "", "every member pod finished or was deleted"});
     if (!fails.empty()) {
       auto shared = std::make_shared<FailList>(std::move(fails));

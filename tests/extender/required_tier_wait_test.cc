@@ -6,6 +6,7 @@
 #include <future>
 #include <set>
 
+#include "absl/strings/str_cat.h"
 #include "extender/extender_service.h"
 #include "k8s/gang_labels.h"
 #include "tests/support/service_fixture.h"
@@ -68,6 +69,37 @@ TEST(RequiredTierMaxWaitFilter, RefusedUntilTheWaitIsOverThenPlacedAcrossRacks) 
   for (const std::string& n : nodes) racks.insert(std::stoi(n.substr(n.size() - 3)) / 4);
   EXPECT_EQ(racks.size(), 2u) << "across the two racks";
   EXPECT_EQ(f.UsedGpus(), 48);
+}
+
+// A job deleted and created again under the same name is a new gang: it waits its own time, not
+// the time its predecessor already waited.
+TEST(RequiredTierMaxWaitFilter, AGangOfTheSameNameCreatedAgainWaitsAgain) {
+  Fixture f(8);
+  FillOneNodePerRack(f);
+  EXPECT_TRUE(f.service.Filter(MakeArgs(RackGangPod(0, "5m"), f.names)).node_names.empty());
+  f.clock.Advance(absl::Minutes(5));
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 4; ++i) {
+    Json p = RackGangPod(i, "5m");
+    binds.push_back(f.Bind(p, f.FilterOne(p)));
+  }
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(kWait), std::future_status::ready);
+  ASSERT_EQ(f.UsedGpus(), 48);
+  for (int i = 0; i < 4; ++i) {  // the job ends: every member pod is gone
+    PodInfo gone;
+    gone.name = absl::StrCat("g-", i);
+    gone.namespace_ = "default";
+    gone.uid = "uid-" + gone.name;
+    gone.phase = "Succeeded";
+    f.ledger.PodDeleted(gone);
+  }
+  ASSERT_EQ(f.UsedGpus(), 16);
+  f.clock.Advance(absl::Minutes(1));
+  // Created again (new pods, same gang name): its rack is still not free, and its wait starts now.
+  ExtenderFilterResult r = f.service.Filter(MakeArgs(RackGangPod(4, "5m"), f.names));
+  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+  f.clock.Advance(absl::Minutes(5));
+  EXPECT_FALSE(f.FilterOne(RackGangPod(4, "5m")).empty());
 }
 
 TEST(RequiredTierMaxWaitFilter, WithoutTheKeyTheGangKeepsWaiting) {
