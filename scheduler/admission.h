@@ -97,6 +97,9 @@ class QueueAdmission : public Admission {
       }
       return dry.status();
     }
+    if (const GangQueue::Entry* e = queue_.Find(gang.name); e && !e->declined.empty()) {
+      return absl::ResourceExhaustedError(e->declined);
+    }
     return absl::ResourceExhaustedError(
         absl::StrCat("waiting in the gang queue behind earlier or higher-priority gangs (",
                      queue_.size(), " waiting)"));

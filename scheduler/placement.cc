@@ -37,6 +37,26 @@ void SummarizePlacement(const Cluster& c, Placement* p) {
   p->level = level;
   p->domain = c.AncestorAt(c.NodeDomain(nodes.front()), level);
   p->bandwidth_gbps = c.SpanBandwidthGbps(level);
+  // Thin sides, lowest level first (nodes ascending keep each domain's nodes contiguous).
+  p->thin_level = -1;
+  p->thin_nodes = 0;
+  for (int l = c.node_level() - 1; l > level; --l) {
+    const double os = c.UplinkOversubscription(l);
+    if (os <= 1) continue;
+    for (size_t i = 0; i < nodes.size();) {
+      const int d = c.AncestorAt(c.NodeDomain(nodes[i]), l);
+      size_t j = i;
+      while (j < nodes.size() && c.AncestorAt(c.NodeDomain(nodes[j]), l) == d) ++j;
+      // Below the span every domain holds only part of the gang, so its ring leaves d.
+      const int count = static_cast<int>(j - i);
+      if (count < os && (p->thin_level < 0 || count < p->thin_nodes)) {
+        p->thin_level = l;
+        p->thin_nodes = count;
+      }
+      i = j;
+    }
+    if (p->thin_level >= 0) return;
+  }
 }
 
 }  // namespace topogang

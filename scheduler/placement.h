@@ -20,12 +20,20 @@ struct Placement {
   double bandwidth_gbps = 0;           // estimated all-reduce bus bandwidth per GPU
   int leftover_gpus = 0;  // free healthy GPUs the chosen domain keeps after this placement
   bool preferred_met = true;
+  // A thin side: the gang's ring leaves a switch domain (below its span, above the nodes) that
+  // holds fewer of its nodes than that domain's uplink oversubscription. Those few nodes get
+  // only their share of the oversubscribed uplinks, less than one node's NICs carry, so the
+  // whole all-reduce runs at their pace (docs/network-model.md: a 15 + 1 split across a 2:1
+  // tier runs at half the speed of 8 + 8, which the span bandwidth above does not show).
+  // thin_level is that domain's level (the lowest such), -1 when none; thin_nodes its nodes.
+  int thin_level = -1;
+  int thin_nodes = 0;
 
   std::vector<int> Gpus() const;
   std::vector<int> Nodes() const;  // distinct, ascending; released members (node -1) skipped
 };
 
-// Fills level, domain, domains_per_level and bandwidth_gbps from `members`.
+// Fills level, domain, domains_per_level, bandwidth_gbps and the thin side from `members`.
 void SummarizePlacement(const Cluster& cluster, Placement* p);
 
 }  // namespace topogang

@@ -153,8 +153,8 @@ void Planner::Assign(const Request& r, int d, int units, bool slice_units,
   // traffic crosses (a roomy leaf made of two half-free racks is worse than one free rack).
   // Across an oversubscribed tier the fewest domains of that tier come first.
   int flat = dom.level + 1;
-  if (!slice_units && UplinkOversubscription(flat) <= 1) {
-    while (flat < c_.node_level() - 1 && UplinkOversubscription(flat + 1) <= 1) ++flat;
+  if (!slice_units && c_.UplinkOversubscription(flat) <= 1) {
+    while (flat < c_.node_level() - 1 && c_.UplinkOversubscription(flat + 1) <= 1) ++flat;
   }
   if (flat > dom.level + 1) {
     kids.clear();
@@ -231,14 +231,6 @@ void Planner::Assign(const Request& r, int d, int units, bool slice_units,
   for (size_t i : order) {
     if (share[i] > 0) Assign(r, chosen[i].second, share[i], slice_units, out);
   }
-}
-
-double Planner::UplinkOversubscription(int level) const {
-  if (level <= 1) return c_.topology().cluster_oversubscription;
-  for (const TierSpec& t : c_.topology().tiers) {
-    if (t.name == c_.LevelName(level - 1)) return t.oversubscription;
-  }
-  return 1;
 }
 
 absl::StatusOr<Placement> Planner::PlanForSku(const GangSpec& gang, int sku, int top_level,

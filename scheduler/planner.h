@@ -54,8 +54,6 @@ class Planner {
   void Assign(const Request& r, int domain, int units, bool slice_units,
               std::vector<MemberPlacement>* out) const;
   std::string NoFitReason(const GangSpec& gang, int sku, int top_level) const;
-  // Oversubscription of the uplinks of domains at `level` into their parents.
-  double UplinkOversubscription(int level) const;
 
   const Cluster& c_;
 };

@@ -61,6 +61,12 @@ bool GangQueue::Contains(absl::string_view name) const {
                      [&](const Entry& e) { return e.spec.name == name; });
 }
 
+const GangQueue::Entry* GangQueue::Find(absl::string_view name) const {
+  auto it = std::find_if(waiting_.begin(), waiting_.end(),
+                         [&](const Entry& e) { return e.spec.name == name; });
+  return it == waiting_.end() ? nullptr : &*it;
+}
+
 bool GangQueue::Remove(GangScheduler& sched, absl::string_view name) {
   auto it = std::find_if(waiting_.begin(), waiting_.end(),
                          [&](const Entry& e) { return e.spec.name == name; });
@@ -155,6 +161,24 @@ int GangQueue::PotentialMembers(const GangScheduler& sched, int domain, int sku,
   }
   it->second = total;
   return total;
+}
+
+bool GangQueue::ThinSideAvoidable(const GangScheduler& sched, const GangSpec& gang,
+                                  const Placement& p) const {
+  const Cluster& c = sched.cluster();
+  if (p.thin_level < 0 || p.members.empty() || p.members.front().node < 0) return false;
+  const int node = p.members.front().node;
+  const int sku = gang.allow_mixed_sku ? kAnySku : c.node(node).sku;
+  const int g = gang.gpus_per_member;
+  // A part of `os` nodes, in members of this shape.
+  const double part = c.UplinkOversubscription(p.thin_level) * std::max(1, c.node(node).gpus / g);
+  long in_parts = 0;
+  for (int d = c.LevelBegin(p.thin_level); d < c.LevelEnd(p.thin_level); ++d) {
+    const int m = PotentialMembers(sched, d, sku, g);
+    if (m >= gang.members) return true;
+    if (m >= part) in_parts += m;
+  }
+  return gang.members >= 2 * part && in_parts >= gang.members;
 }
 
 void GangQueue::RefreshNodeTable(const GangScheduler& sched, absl::Time now) const {
@@ -397,14 +421,31 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       }
     }
     if (had_hold) failed.clear();
-    if (r.ok() && !e.tier_relaxed && options_.locality_patience > absl::ZeroDuration() &&
-        e.spec.total_gpus() < options_.hold_min_gpus &&
+    e.declined.clear();
+    const bool may_wait = r.ok() && !e.tier_relaxed && e.spec.total_gpus() < options_.hold_min_gpus;
+    if (may_wait && options_.locality_patience > absl::ZeroDuration() &&
         (*r)->placement.bandwidth_gbps < BestBandwidth(sched.cluster(), e.spec)) {
       if (e.could_start == absl::InfiniteFuture()) e.could_start = now;
       if (now - e.could_start < options_.locality_patience) {
-        (void)sched.Release(e.spec.name);  // wait for a better placement
-        r = absl::ResourceExhaustedError("waiting for a better-connected placement");
+        e.declined = absl::StrCat(
+            "waiting up to ", absl::FormatDuration(options_.locality_patience),
+            " for a better-connected placement than the one that fits now (lowest common tier: ",
+            sched.cluster().LevelName((*r)->placement.level), ")");
       }
+    }
+    if (may_wait && e.declined.empty() && options_.avoid_thin_sides &&
+        (*r)->placement.thin_level >= 0 && ThinSideAvoidable(sched, e.spec, (*r)->placement)) {
+      const Placement& p = (*r)->placement;
+      const Cluster& c = sched.cluster();
+      e.declined = absl::StrCat(
+          "waiting for a placement without a thin side: the one that fits now has ", p.thin_nodes,
+          " node", p.thin_nodes == 1 ? "" : "s", " in one ", c.LevelName(p.thin_level),
+          ", whose uplinks are ", c.UplinkOversubscription(p.thin_level),
+          ":1 oversubscribed, and would slow the whole gang");
+    }
+    if (!e.declined.empty()) {
+      (void)sched.Release(e.spec.name);  // wait for a better placement
+      r = absl::ResourceExhaustedError(e.declined);
     }
     if (r.ok()) {
       started.push_back(e.spec.name);

@@ -98,6 +98,14 @@ struct QueueOptions {
   // longest 256+ GPU wait in 98 against 93 (docs/placement-quality.md, "Large gangs without
   // locality patience").
   absl::Duration locality_patience = absl::Minutes(30);
+  // A gang below hold_min_gpus does not start on a placement with a thin side
+  // (Placement::thin_level: e.g. 15 + 1 nodes across 2:1 uplinks, half the speed of 8 + 8); it
+  // waits, without a time limit, for one without, and its GPUs serve the gangs behind it
+  // meanwhile. Such a gang can fit whole in one domain of that level or split evenly, so a
+  // placement without a thin side comes as the cluster drains. Larger gangs take it: they have
+  // holds, and waiting cost them more than the slower run (docs/placement-quality.md, "Thin
+  // sides").
+  bool avoid_thin_sides = true;
 };
 
 class GangQueue {
@@ -120,6 +128,9 @@ class GangQueue {
     // Its required tier lapsed (GangSpec::required_tier_max_wait): `spec` now prefers that tier
     // instead, and it starts on whatever fits, without locality patience (it has waited).
     bool tier_relaxed = false;
+    // Why the queue itself kept it waiting on its last pass though it fit (locality patience, a
+    // thin side); empty when it simply did not fit or waits behind others.
+    std::string declined;
   };
 
   // AlreadyExists if a gang of that name is waiting.
@@ -141,6 +152,8 @@ class GangQueue {
   // required tier lapses.
   absl::Time NextDeadline(absl::Time now) const;
   bool Contains(absl::string_view name) const;
+  // The waiting entry of that name, or null.
+  const Entry* Find(absl::string_view name) const;
   size_t size() const { return waiting_.size(); }
   // Name of the kHeld record holding GPUs for `gang`.
   static std::string HoldName(absl::string_view gang);
@@ -172,6 +185,12 @@ class GangQueue {
   bool BackfillBlocks(const GangScheduler& sched, const Entry& e,
                       const std::vector<int>& nodes) const;
 
+  // Whether `gang`, placed now as `p` with a thin side, could be placed without one once the
+  // cluster drained (healthy nodes only): whole inside one domain of the thin side's level, or
+  // split there with at least the uplinks' oversubscription in nodes per part. Otherwise no
+  // placement is better and waiting would never end.
+  bool ThinSideAvoidable(const GangScheduler& sched, const GangSpec& gang,
+                         const Placement& p) const;
   // Members of `g` GPUs the domain could hold once everything on its healthy nodes of `sku`
   // finished: whether holding GPUs there can ever work. Cached per health version.
   int PotentialMembers(const GangScheduler& sched, int domain, int sku, int g) const;

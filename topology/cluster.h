@@ -58,6 +58,10 @@ class Cluster {
   // Estimated all-reduce bus bandwidth per GPU (Gb/s) for a placement whose lowest common domain
   // is at `level`: the bottleneck over that level and every level below it.
   double SpanBandwidthGbps(int level) const { return span_bandwidth_[level]; }
+  // Oversubscription of the uplinks from a domain of `level` into its parent's switches (the
+  // parent tier's `oversubscription`; cluster_oversubscription for the top tier's domains; 1 for
+  // the root). A domain holding few of a gang's nodes gets only their share of those uplinks.
+  double UplinkOversubscription(int level) const { return uplink_oversubscription_[level]; }
   // Total GPUs in the largest domain of a level (lets the planner skip hopeless levels).
   int MaxDomainGpus(int level) const { return max_domain_gpus_[level]; }
   const TopologyConfig& topology() const { return topology_; }
@@ -129,6 +133,7 @@ class Cluster {
   std::vector<std::string> level_names_;
   std::vector<std::vector<std::string>> level_aliases_;  // parallel to level_names_
   std::vector<double> span_bandwidth_;
+  std::vector<double> uplink_oversubscription_;
   std::vector<int> max_domain_gpus_;
   std::vector<int> level_begin_;  // size num_levels + 1
   std::vector<Domain> domains_;

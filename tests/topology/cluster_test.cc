@@ -177,6 +177,12 @@ TEST(Cluster, BandwidthIsBottleneckOfSpannedLevels) {
   EXPECT_DOUBLE_EQ(c.SpanBandwidthGbps(c.LevelByName("spine")), 200);
   EXPECT_DOUBLE_EQ(c.SpanBandwidthGbps(c.LevelByName("core")), 200);
   EXPECT_NEAR(c.SpanBandwidthGbps(0), 400.0 / 7, 1e-9);
+  // Uplinks of a domain into its parent: the parent tier's oversubscription.
+  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.LevelByName("core")), 7);   // islands into the root
+  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.LevelByName("spine")), 1);  // into a core switch
+  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.LevelByName("leaf")), 2);   // into a spine
+  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.node_level()), 1);          // NICs into a leaf
+  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(0), 1);                       // the root has none
 }
 
 TEST(Cluster, ZeroGpuNodesAreLeftOut) {
