@@ -76,7 +76,7 @@ of its placement (communication model, docs/placement-quality.md).
   --queue-claim-factor X, --queue-whole-member-holds 0|1, --queue-claim-order
   most-free|fewest-gangs, --queue-hold-ready-fraction F, --queue-hold-max-shortfall F,
   --queue-hold-timeout-minutes M (0 = never), --queue-hold-when-backfill-blocks 0|1,
-  --queue-hold-domain-soonest 0|1, --queue-avoid-thin-sides 0|1
+  --queue-hold-domain-soonest 0|1, --queue-thin-side-patience-minutes M (0 = off)
                           topogang only: override the daemon's GangQueue options
   --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
                           repair keeps its bandwidth (default: requeue and re-plan gangs that
@@ -160,7 +160,7 @@ int RunSimulate(int argc, char** argv) {
                          "queue-claim-order",
                          "queue-hold-ready-fraction",
                          "queue-hold-domain-soonest",
-                         "queue-avoid-thin-sides",
+                         "queue-thin-side-patience-minutes",
                          "queue-hold-max-shortfall",
                          "queue-hold-timeout-minutes",
                          "queue-hold-when-backfill-blocks",
@@ -271,7 +271,7 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-hold-timeout-minutes", -1, -1, 1e7, &q_timeout) ||
       !ParseDouble(*args, "queue-hold-when-backfill-blocks", -1, -1, 1, &q_bf) ||
       !ParseDouble(*args, "queue-hold-domain-soonest", -1, -1, 1, &q_soonest) ||
-      !ParseDouble(*args, "queue-avoid-thin-sides", -1, -1, 1, &q_thin) ||
+      !ParseDouble(*args, "queue-thin-side-patience-minutes", -1, -1, 1e7, &q_thin) ||
       !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
       !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
       !ParseDouble(*args, "correlated-failures", 0, 0, 1, &correlated) ||
@@ -448,7 +448,7 @@ int RunSimulate(int argc, char** argv) {
   opt.queue.hold_timeout_s = q_timeout < 0 ? -1 : q_timeout * 60;
   opt.queue.hold_when_backfill_blocks = static_cast<int>(q_bf);
   opt.queue.hold_domain_soonest = static_cast<int>(q_soonest);
-  opt.queue.avoid_thin_sides = static_cast<int>(q_thin);
+  opt.queue.thin_side_patience_s = q_thin < 0 ? -1 : q_thin * 60;
   if (args->Has("queue-order")) opt.queue.order = args->Get("queue-order") == "smallest" ? 1 : 0;
   if (args->Has("queue-backfill-into-holds")) {
     opt.queue.backfill_into_holds = args->Get("queue-backfill-into-holds") == "1";

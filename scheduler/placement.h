@@ -20,11 +20,12 @@ struct Placement {
   double bandwidth_gbps = 0;           // estimated all-reduce bus bandwidth per GPU
   int leftover_gpus = 0;  // free healthy GPUs the chosen domain keeps after this placement
   bool preferred_met = true;
-  // A thin side: the gang's ring leaves a switch domain (below its span, above the nodes) that
-  // holds fewer of its nodes than that domain's uplink oversubscription. Those few nodes get
-  // only their share of the oversubscribed uplinks, less than one node's NICs carry, so the
-  // whole all-reduce runs at their pace (docs/network-model.md: a 15 + 1 split across a 2:1
-  // tier runs at half the speed of 8 + 8, which the span bandwidth above does not show).
+  // A thin side: the gang's ring leaves a switch domain (below its span, above the nodes) whose
+  // share of its oversubscribed uplinks (the gang's GPUs there / the oversubscription) is less
+  // than the NICs of the gang's smallest node carry (its GPUs there): with full nodes, fewer
+  // nodes than the oversubscription. The whole all-reduce then runs at that domain's pace
+  // (docs/network-model.md: a 15 + 1 split across a 2:1 tier runs at half the speed of 8 + 8,
+  // which the span bandwidth above does not show).
   // thin_level is that domain's level (the lowest such), -1 when none; thin_nodes its nodes.
   int thin_level = -1;
   int thin_nodes = 0;

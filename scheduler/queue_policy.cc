@@ -44,6 +44,10 @@ absl::Time GangQueue::NextDeadline(absl::Time now) const {
       const absl::Time t = e.could_start + options_.locality_patience;
       if (t > now) next = std::min(next, t);
     }
+    if (e.thin_since != absl::InfiniteFuture()) {
+      const absl::Time t = e.thin_since + options_.thin_side_patience;
+      if (t > now) next = std::min(next, t);
+    }
     if (e.hold_domain < 0 && e.spec.total_gpus() >= options_.hold_min_gpus) {
       const absl::Time t = e.enqueued + options_.starvation_threshold;
       if (t > now) next = std::min(next, t);
@@ -394,6 +398,8 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
         e.spec.gpus_per_member, e.spec.required_tier, e.spec.preferred_tier, e.spec.sku,
         e.spec.slice.members,   e.spec.slice.tier,    e.spec.allow_mixed_sku};
     absl::StatusOr<const GangRecord*> r = absl::ResourceExhaustedError("no room");
+    std::vector<size_t> lenders;  // holds whose GPUs it was planned with
+    bool thin_avoidable = false;
     auto f = failed.find(shape);
     const bool known_no_room = prunable &&
                                ((f != failed.end() && e.spec.members >= f->second) ||
@@ -405,7 +411,6 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       r = sched.Reserve(e.spec, now);
       if (!r.ok() && may_borrow) {
         // Slurm's backfill rule: run on held GPUs when estimated to end before the hold starts.
-        std::vector<size_t> lenders;
         for (size_t h : holders) {
           if (kept[h].ready_at >= now + e.spec.runtime_limit) lenders.push_back(h);
         }
@@ -414,6 +419,10 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
           failed.clear();
         }
       }
+      // Judged while its excluded nodes are still masked: they must not count as room.
+      thin_avoidable = r.ok() && (*r)->placement.thin_level >= 0 &&
+                       options_.thin_side_patience > absl::ZeroDuration() &&
+                       ThinSideAvoidable(sched, e.spec, (*r)->placement);
       sched.UnmaskNodes(masked);
       if (prunable && !r.ok() && r.status().code() == absl::StatusCode::kResourceExhausted) {
         auto [it, inserted] = failed.emplace(shape, e.spec.members);
@@ -433,18 +442,30 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
             sched.cluster().LevelName((*r)->placement.level), ")");
       }
     }
-    if (may_wait && e.declined.empty() && options_.avoid_thin_sides &&
-        (*r)->placement.thin_level >= 0 && ThinSideAvoidable(sched, e.spec, (*r)->placement)) {
-      const Placement& p = (*r)->placement;
-      const Cluster& c = sched.cluster();
-      e.declined = absl::StrCat(
-          "waiting for a placement without a thin side: the one that fits now has ", p.thin_nodes,
-          " node", p.thin_nodes == 1 ? "" : "s", " in one ", c.LevelName(p.thin_level),
-          ", whose uplinks are ", c.UplinkOversubscription(p.thin_level),
-          ":1 oversubscribed, and would slow the whole gang");
+    bool thin_declined = false;
+    if (may_wait && e.declined.empty() && thin_avoidable) {
+      if (e.thin_since == absl::InfiniteFuture()) e.thin_since = now;
+      if (now - e.thin_since < options_.thin_side_patience) {
+        thin_declined = true;
+        const Placement& p = (*r)->placement;
+        const Cluster& c = sched.cluster();
+        e.declined = absl::StrCat(
+            "waiting up to ", absl::FormatDuration(options_.thin_side_patience),
+            " for a placement without a thin side: the one that fits now has ", p.thin_nodes,
+            " node", p.thin_nodes == 1 ? "" : "s", " in one ", c.LevelName(p.thin_level),
+            ", whose uplinks are ", c.UplinkOversubscription(p.thin_level),
+            ":1 oversubscribed, and would slow the whole gang");
+      }
     }
     if (!e.declined.empty()) {
       (void)sched.Release(e.spec.name);  // wait for a better placement
+      // What it borrowed is held again. Not after a locality-patience decline: there the
+      // GPUs stay free for the rest of the pass, as measured for every table so far; holding
+      // them again cost `gb200-nvl72` mean JCT (docs/placement-quality.md, "Thin sides").
+      for (size_t h : thin_declined ? lenders : std::vector<size_t>{}) {
+        DropHold(sched, kept[h]);
+        HoldClaim(sched, kept[h], now);
+      }
       r = absl::ResourceExhaustedError(e.declined);
     }
     if (r.ok()) {

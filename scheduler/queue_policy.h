@@ -98,14 +98,15 @@ struct QueueOptions {
   // longest 256+ GPU wait in 98 against 93 (docs/placement-quality.md, "Large gangs without
   // locality patience").
   absl::Duration locality_patience = absl::Minutes(30);
-  // A gang below hold_min_gpus does not start on a placement with a thin side
-  // (Placement::thin_level: e.g. 15 + 1 nodes across 2:1 uplinks, half the speed of 8 + 8); it
-  // waits, without a time limit, for one without, and its GPUs serve the gangs behind it
-  // meanwhile. Such a gang can fit whole in one domain of that level or split evenly, so a
-  // placement without a thin side comes as the cluster drains. Larger gangs take it: they have
-  // holds, and waiting cost them more than the slower run (docs/placement-quality.md, "Thin
-  // sides").
-  bool avoid_thin_sides = true;
+  // Thin-side patience: a gang below hold_min_gpus that could start now only on a placement
+  // with a thin side (Placement::thin_level: e.g. 15 + 1 nodes across 2:1 uplinks, half the
+  // speed of 8 + 8) waits up to this long, from the first time, for one without, while its GPUs
+  // serve the gangs behind it; then it takes what fits. It waits only where the cluster could
+  // hold it without a thin side once drained (GangQueue::ThinSideAvoidable, an estimate: the
+  // limit also bounds its mistakes). Larger gangs take thin placements at once: they have holds,
+  // and waiting cost them more than the slower run (docs/placement-quality.md, "Thin sides").
+  // Zero: off.
+  absl::Duration thin_side_patience = absl::Hours(6);
 };
 
 class GangQueue {
@@ -128,6 +129,8 @@ class GangQueue {
     // Its required tier lapsed (GangSpec::required_tier_max_wait): `spec` now prefers that tier
     // instead, and it starts on whatever fits, without locality patience (it has waited).
     bool tier_relaxed = false;
+    // First time it could have started only with a thin side (thin-side patience).
+    absl::Time thin_since = absl::InfiniteFuture();
     // Why the queue itself kept it waiting on its last pass though it fit (locality patience, a
     // thin side); empty when it simply did not fit or waits behind others.
     std::string declined;
@@ -148,8 +151,8 @@ class GangQueue {
 
   const std::vector<Entry>& waiting() const { return waiting_; }
   // The earliest time after `now` at which Schedule may start something without any other
-  // change: a gang's locality patience runs out, a large gang turns starved, or a gang's
-  // required tier lapses.
+  // change: a gang's locality or thin-side patience runs out, a large gang turns starved, or a
+  // gang's required tier lapses.
   absl::Time NextDeadline(absl::Time now) const;
   bool Contains(absl::string_view name) const;
   // The waiting entry of that name, or null.

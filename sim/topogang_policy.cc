@@ -93,7 +93,9 @@ class TopogangPolicy : public Policy {
     }
     if (ctx.queue.order >= 0) o.order = static_cast<QueueOrder>(ctx.queue.order);
     if (ctx.queue.hold_domain_soonest >= 0) o.hold_domain_soonest = ctx.queue.hold_domain_soonest;
-    if (ctx.queue.avoid_thin_sides >= 0) o.avoid_thin_sides = ctx.queue.avoid_thin_sides;
+    if (ctx.queue.thin_side_patience_s >= 0) {
+      o.thin_side_patience = absl::Seconds(ctx.queue.thin_side_patience_s);
+    }
     if (ctx.queue.hold_timeout_s >= 0) o.hold_timeout = absl::Seconds(ctx.queue.hold_timeout_s);
     if (ctx.locality_patience_s >= 0) o.locality_patience = absl::Seconds(ctx.locality_patience_s);
     return o;

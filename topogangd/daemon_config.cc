@@ -167,7 +167,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
-           "locality_patience_seconds", "avoid_thin_sides", "spares",
+           "locality_patience_seconds", "thin_side_patience_seconds", "spares",
            "leader_election",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
@@ -218,9 +218,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                           absl::ToInt64Seconds(c.extender.queue.locality_patience));
   if (!patience.ok()) return patience.status();
   c.extender.queue.locality_patience = absl::Seconds(*patience);
-  auto thin = YamlBool(d, "avoid_thin_sides", source, c.extender.queue.avoid_thin_sides);
+  auto thin = YamlInt(d, "thin_side_patience_seconds", source, 0, 7 * 86400,
+                      absl::ToInt64Seconds(c.extender.queue.thin_side_patience));
   if (!thin.ok()) return thin.status();
-  c.extender.queue.avoid_thin_sides = *thin;
+  c.extender.queue.thin_side_patience = absl::Seconds(*thin);
   auto parallel = YamlInt(d, "bind_parallelism", source, 1, 256, c.extender.bind_parallelism);
   if (!parallel.ok()) return parallel.status();
   c.extender.bind_parallelism = static_cast<int>(*parallel);

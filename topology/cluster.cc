@@ -80,12 +80,12 @@ absl::StatusOr<Cluster> Cluster::Build(const ClusterSpec& spec, const TopologyCo
     c.level_names_.push_back(t->name);
     c.level_aliases_.push_back(t->aliases);
     eff.push_back(t->bandwidth_gbps / t->oversubscription);
-    c.uplink_oversubscription_.push_back(t->oversubscription);  // for the level below t
+    // The uplinks of the level below t (below the last tier: the nodes' NICs).
+    c.uplink_oversubscription_.push_back(t->oversubscription);
   }
   c.level_names_.push_back("node");
   c.level_aliases_.emplace_back();
   eff.push_back(topology.node_bandwidth_gbps);
-  c.uplink_oversubscription_.resize(eff.size());
   c.span_bandwidth_.assign(eff.size(), 0);
   double running = eff.back();
   for (int l = static_cast<int>(eff.size()) - 1; l >= 0; --l) {

@@ -62,7 +62,7 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   auto x =
       ParseDaemonConfig(YAML::Load("{failed_node_memory_seconds: 0, slow_node_gang_gpus: 128, "
                                    "slow_node_threshold: 2.5, slow_node_half_life_seconds: 600, "
-                                   "locality_patience_seconds: 0, avoid_thin_sides: false}"),
+                                   "locality_patience_seconds: 0, thin_side_patience_seconds: 0}"),
                         "x");
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_EQ(x->extender.failed_node_memory, absl::ZeroDuration());
@@ -70,8 +70,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_DOUBLE_EQ(x->slowness.threshold, 2.5);
   EXPECT_EQ(x->slowness.half_life, absl::Minutes(10));
   EXPECT_EQ(x->extender.queue.locality_patience, absl::ZeroDuration());
-  EXPECT_FALSE(x->extender.queue.avoid_thin_sides);
-  EXPECT_TRUE(q->extender.queue.avoid_thin_sides) << "on by default";
+  EXPECT_EQ(x->extender.queue.thin_side_patience, absl::ZeroDuration());
+  EXPECT_EQ(q->extender.queue.thin_side_patience, absl::Hours(6)) << "default";
   EXPECT_EQ(q->extender.slow_node_gang_gpus, 64) << "default";
   EXPECT_TRUE(q->extender.preemption) << "on by default";
   EXPECT_TRUE(q->extender.scheduler_names.empty());
@@ -97,7 +97,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
                           "{slow_node_gang_gpus: -1}",
                           "{slow_node_half_life_seconds: 0}",
                           "{locality_patience_seconds: -5}",
-                          "{avoid_thin_sides: maybe}"}) {
+                          "{thin_side_patience_seconds: maybe}",
+                          "{thin_side_patience_seconds: 604801}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }

@@ -319,8 +319,8 @@ TEST(NetworkModelEngine, UplinkContentionChangesARunningJobsSpeed) {
 
   SimOptions opt;
   opt.uplink_contention = true;
-  opt.locality_patience_s = 0;     // b starts split at once,
-  opt.queue.avoid_thin_sides = 0;  // thin side and all (a node frees when a ends)
+  opt.locality_patience_s = 0;         // b starts split at once,
+  opt.queue.thin_side_patience_s = 0;  // thin side and all (a node frees when a ends)
   for (const std::string policy : {"topogang", "kueue-tas"}) {
     auto r = Simulate(c, *t, policy, opt);
     ASSERT_TRUE(r.ok()) << r.status();

@@ -181,8 +181,8 @@ TEST(Cluster, BandwidthIsBottleneckOfSpannedLevels) {
   EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.LevelByName("core")), 7);   // islands into the root
   EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.LevelByName("spine")), 1);  // into a core switch
   EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.LevelByName("leaf")), 2);   // into a spine
-  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.node_level()), 1);          // NICs into a leaf
-  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(0), 1);                       // the root has none
+  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(c.node_level()), 1);  // NICs into a leaf (1:1 here)
+  EXPECT_DOUBLE_EQ(c.UplinkOversubscription(0), 1);               // the root has none
 }
 
 TEST(Cluster, ZeroGpuNodesAreLeftOut) {
