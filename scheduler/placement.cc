@@ -43,6 +43,10 @@ void SummarizePlacement(const Cluster& c, Placement* p) {
   // is below that node's GPUs slows the whole ring.
   p->thin_level = -1;
   p->thin_nodes = 0;
+  bool oversubscribed = false;  // most spans cross none: skip the per-node work
+  for (int l = level + 1; l < c.node_level(); ++l)
+    oversubscribed |= c.UplinkOversubscription(l) > 1;
+  if (!oversubscribed) return;
   std::vector<std::pair<int, int>> per_node;  // (node, gang GPUs on it), nodes ascending
   for (const MemberPlacement& m : p->members) {
     if (m.node >= 0) per_node.emplace_back(m.node, static_cast<int>(m.gpus.size()));

@@ -60,10 +60,7 @@ absl::Time GangQueue::NextDeadline(absl::Time now) const {
   return next;
 }
 
-bool GangQueue::Contains(absl::string_view name) const {
-  return std::any_of(waiting_.begin(), waiting_.end(),
-                     [&](const Entry& e) { return e.spec.name == name; });
-}
+bool GangQueue::Contains(absl::string_view name) const { return Find(name) != nullptr; }
 
 const GangQueue::Entry* GangQueue::Find(absl::string_view name) const {
   auto it = std::find_if(waiting_.begin(), waiting_.end(),
@@ -462,9 +459,11 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       // What it borrowed is held again. Not after a locality-patience decline: there the
       // GPUs stay free for the rest of the pass, as measured for every table so far; holding
       // them again cost `gb200-nvl72` mean JCT (docs/placement-quality.md, "Thin sides").
-      for (size_t h : thin_declined ? lenders : std::vector<size_t>{}) {
-        DropHold(sched, kept[h]);
-        HoldClaim(sched, kept[h], now);
+      if (thin_declined) {
+        for (size_t h : lenders) {
+          DropHold(sched, kept[h]);
+          HoldClaim(sched, kept[h], now);
+        }
       }
       r = absl::ResourceExhaustedError(e.declined);
     }
