@@ -74,9 +74,11 @@ of its placement (communication model, docs/placement-quality.md).
                           models it with max_switch_wait = 300 (default: never lapses)
   --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
   --queue-claim-factor X, --queue-whole-member-holds 0|1, --queue-claim-order
-  most-free|fewest-gangs, --queue-hold-ready-fraction F, --queue-hold-max-shortfall F,
-  --queue-hold-timeout-minutes M (0 = never), --queue-hold-when-backfill-blocks 0|1,
-  --queue-hold-domain-soonest 0|1, --queue-thin-side-patience-minutes M (0 = off)
+  most-free|fewest-gangs|soonest-free, --queue-hold-ready-fraction F,
+  --queue-hold-max-shortfall F, --queue-hold-timeout-minutes M (0 = never),
+  --queue-hold-when-backfill-blocks 0|1, --queue-hold-domain-soonest 0|1,
+  --queue-thin-side-patience-minutes M (0 = off), --queue-order arrival|smallest,
+  --queue-backfill-into-holds 0|1, --queue-hold-horizon-minutes M (0 = off)
                           topogang only: override the daemon's GangQueue options
   --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
                           repair keeps its bandwidth (default: requeue and re-plan gangs that
@@ -217,7 +219,7 @@ int RunSimulate(int argc, char** argv) {
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
   double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf, q_soonest,
-      q_thin;
+      q_thin, q_bf_holds, q_horizon;
   sim::CommModel comm_model = sim::CommModel::kNetwork;
   sim::Estimates estimates = sim::Estimates::kTrace;
   if (args->Has("estimates")) {
@@ -250,6 +252,16 @@ int RunSimulate(int argc, char** argv) {
     }
     q_order = order == "most-free" ? 0 : order == "fewest-gangs" ? 1 : 2;
   }
+  int q_queue_order = -1;
+  if (args->Has("queue-order")) {
+    const std::string order = args->Get("queue-order");
+    if (order != "arrival" && order != "smallest") {
+      std::cerr << "topogang simulate: --queue-order must be arrival or smallest, got '" << order
+                << "'\n";
+      return 2;
+    }
+    q_queue_order = order == "smallest" ? 1 : 0;
+  }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, hi_share,
       hi_min, el_share, slow_share, slow_factor, tier_wait;
@@ -272,6 +284,8 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-hold-when-backfill-blocks", -1, -1, 1, &q_bf) ||
       !ParseDouble(*args, "queue-hold-domain-soonest", -1, -1, 1, &q_soonest) ||
       !ParseDouble(*args, "queue-thin-side-patience-minutes", -1, -1, 1e7, &q_thin) ||
+      !ParseDouble(*args, "queue-backfill-into-holds", -1, -1, 1, &q_bf_holds) ||
+      !ParseDouble(*args, "queue-hold-horizon-minutes", -1, -1, 1e7, &q_horizon) ||
       !ParseDouble(*args, "load", 0.9, 0.01, 10, &load) ||
       !ParseDouble(*args, "trace-failures", 0, 0, 100, &trace_failures) ||
       !ParseDouble(*args, "correlated-failures", 0, 0, 1, &correlated) ||
@@ -449,13 +463,9 @@ int RunSimulate(int argc, char** argv) {
   opt.queue.hold_when_backfill_blocks = static_cast<int>(q_bf);
   opt.queue.hold_domain_soonest = static_cast<int>(q_soonest);
   opt.queue.thin_side_patience_s = q_thin < 0 ? -1 : q_thin * 60;
-  if (args->Has("queue-order")) opt.queue.order = args->Get("queue-order") == "smallest" ? 1 : 0;
-  if (args->Has("queue-backfill-into-holds")) {
-    opt.queue.backfill_into_holds = args->Get("queue-backfill-into-holds") == "1";
-  }
-  if (args->Has("queue-hold-horizon-minutes")) {
-    opt.queue.hold_horizon_s = 60 * std::stod(args->Get("queue-hold-horizon-minutes"));
-  }
+  if (q_queue_order >= 0) opt.queue.order = q_queue_order;
+  if (q_bf_holds >= 0) opt.queue.backfill_into_holds = static_cast<int>(q_bf_holds);
+  if (q_horizon >= 0) opt.queue.hold_horizon_s = 60 * q_horizon;
 
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;

@@ -72,6 +72,31 @@ TEST(SimulateCli, CommModelNetworkChangesDurationsAndPrintsClasses) {
   EXPECT_THAT(bad.out, HasSubstr("--comm-model must be proxy or network"));
 }
 
+// Every queue flag is checked before the run: a bad value is exit 2 with the flag's name, never
+// an abort (--queue-hold-horizon-minutes once threw out of std::stod) nor a silent default
+// (--queue-order and --queue-backfill-into-holds once read anything unknown as "off").
+TEST(SimulateCli, BadQueueFlagValuesAreErrorsNotAbortsOrDefaults) {
+  const std::string base =
+      "simulate --cluster " + Lab() + " --generate 50 --seed 2 --policy topogang ";
+  const std::pair<const char*, const char*> bad[] = {
+      {"--queue-hold-horizon-minutes abc", "--queue-hold-horizon-minutes must be a number"},
+      {"--queue-hold-horizon-minutes -5", "--queue-hold-horizon-minutes must be a number"},
+      {"--queue-order biggest", "--queue-order must be arrival or smallest, got 'biggest'"},
+      {"--queue-backfill-into-holds yes", "--queue-backfill-into-holds must be a number"},
+      {"--queue-backfill-into-holds 2", "--queue-backfill-into-holds must be a number"},
+  };
+  for (const auto& [flag, message] : bad) {
+    CliResult r = Topogang(base + flag);
+    EXPECT_EQ(r.code, 2) << flag << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr(message)) << flag;
+  }
+  for (const char* flag : {"--queue-order smallest", "--queue-order arrival",
+                           "--queue-backfill-into-holds 0", "--queue-hold-horizon-minutes 30"}) {
+    CliResult r = Topogang(base + flag);
+    EXPECT_EQ(r.code, 0) << flag << ": " << r.out;
+  }
+}
+
 TEST(SimulateCli, WrittenTraceReadsBackToTheSameResults) {
   const std::string trace = ::testing::TempDir() + "/gen.csv";
   CliResult w =
