@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The generated load/seed matrix of docs/placement-quality.md, run and compared.
 
-  scripts/sim_matrix.py run --out DIR --policy P [--seeds 1,2,3] [--clusters a,b] [--jobs 2]
-                           [-- EXTRA SIMULATE FLAGS]
+  scripts/sim_matrix.py run --out DIR --policy P [--seeds 1,2,3] [--clusters a,b] [--loads 1,2]
+                           [--jobs 2] [-- EXTRA SIMULATE FLAGS]
   scripts/sim_matrix.py compare --base DIR [--base DIR2 ...] --cand DIR [--cand-policy topogang]
-                               [--seeds ...] [--clusters ...] [-v] [--dominance] [--spread]
+                               [--seeds ...] [--clusters ...] [--loads ...] [-v] [--dominance]
+                               [--spread] [--ratios]
   scripts/sim_matrix.py classload --traces DIR [--min-gpus 256] [--seeds ...] [--clusters ...]
 
 `run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
@@ -17,7 +18,8 @@ started waited forever). -v prints every run; --dominance counts, per baseline, 
 the candidate is at least as good on all four metrics at once and those where the baseline is,
 and better on one (the candidate dominated), then the runs where some baseline dominates it;
 --spread gives, per cluster and load, the mean difference to the best baseline over the seeds
-with its 95 % confidence interval (Student's t).
+with its 95 % confidence interval (Student's t); --ratios the geometric mean over the seeds of
+candidate / best baseline per metric (how far from the bar, where W/T/L only counts sides).
 `classload` generates the matrix's traces (kept under --traces) and prints, per cluster and load,
 the offered load of the gangs of at least --min-gpus GPUs alone and their share of the GPU-time:
 where that load is above 1, the large gangs' backlog grows under any queue order.
@@ -30,6 +32,7 @@ Example (docs/placement-quality.md): the baselines once, then topogang with a qu
 """
 import argparse
 import csv
+import math
 import os
 import signal
 import statistics
@@ -54,13 +57,14 @@ MATRIX = [
 ]
 
 
-def runs(seeds, clusters):
-    for cluster, gen, loads in MATRIX:
+def runs(seeds, clusters, loads=None):
+    for cluster, gen, cluster_loads in MATRIX:
         if clusters and cluster not in clusters:
             continue
         for s in seeds:
-            for load in loads:
-                yield cluster, gen, load, s
+            for load in cluster_loads:
+                if not loads or load in loads:
+                    yield cluster, gen, load, s
 
 
 def simulate_cmd(cluster, gen, load, seed, *tail):
@@ -71,7 +75,7 @@ def simulate_cmd(cluster, gen, load, seed, *tail):
 
 def cmd_run(a, extra):
     clusters = a.clusters.split(",") if a.clusters else None
-    todo = list(runs(a.seeds.split(","), clusters))
+    todo = list(runs(a.seeds.split(","), clusters, a.loads.split(",") if a.loads else None))
 
     def one(r):
         cluster, gen, load, s = r
@@ -125,7 +129,8 @@ def verdict(metric, cand, best):
 def load_runs(a, clusters):
     """Each run with a candidate row: (cluster, load, name, candidate metrics, {baseline: metrics})
     from the --cand dir and every --base dir (a later --base overrides an earlier one)."""
-    for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
+    for cluster, gen, load, s in runs(a.seeds.split(","), clusters,
+                                      a.loads.split(",") if a.loads else None):
         name = f"{cluster}-L{load}-s{s}"
         cp = os.path.join(a.cand, name, "summary.csv")
         if not os.path.exists(cp):
@@ -174,6 +179,34 @@ def dominance_table(loaded):
             out.append(f"{b:24s} {r['runs']:4d}  {r['dominates']:16d}  {r['dominated']:26d}"
                        f"  {r['mean']:19d}  {r['p95']:3d}  {r['goodput']:7d}  {r['wait256']:7d}")
     out.append(f"runs where some baseline dominates the candidate: {any_dominated} of {len(loaded)}")
+    return "\n".join(out)
+
+
+def ratio_table(loaded):
+    """Per (cluster, load) and over all runs: the geometric mean over the runs of the candidate's
+    figure divided by the best baseline's on that metric (longest 256+ wait only where both are
+    above zero and finite; mean and p95 JCT), and the mean goodput difference in points. One
+    number per metric for how far a variant is from the bar, where W/T/L only counts sides."""
+    acc = {}
+    for cluster, load, _, c, base in loaded:
+        for key in ((cluster, load), ("all", "")):
+            d = acc.setdefault(key, {"wait256": [], "mean": [], "p95": [], "goodput": []})
+            for m in ("wait256", "mean", "p95"):
+                best = min(b[m] for b in base.values())
+                if 0 < best < float("inf") and 0 < c[m] < float("inf"):
+                    d[m].append(math.log(c[m] / best))
+            d["goodput"].append(100 * (c["goodput"] - max(b["goodput"] for b in base.values())))
+    out = ["cluster            load  runs  256+ wait / best (runs)  mean JCT / best  p95 JCT / best"
+           "  goodput - best (points)"]
+
+    def geo(v):
+        return f"{math.exp(sum(v) / len(v)):.3f}" if v else "-"
+
+    for (cluster, load), d in sorted(acc.items(), key=lambda kv: kv[0][0] == "all"):
+        out.append(f"{cluster:18s} {load:>4s}  {len(d['mean']):4d}  "
+                   f"{geo(d['wait256']) + ' (' + str(len(d['wait256'])) + ')':23s}  "
+                   f"{geo(d['mean']):15s}  {geo(d['p95']):14s}  "
+                   f"{statistics.mean(d['goodput']):+.2f}")
     return "\n".join(out)
 
 
@@ -240,6 +273,8 @@ def cmd_compare(a):
         print(dominance_table(loaded))
     if a.spread:
         print(spread_table(diffs))
+    if a.ratios:
+        print(ratio_table(loaded))
     print(f"{'cluster':18s} {'metric':8s} W/T/L (- = no 256+ gang waited)")
     for (cluster, m), t in sorted(totals.items()):
         print(f"{cluster:18s} {m:8s} {t['W']}/{t['T']}/{t['L']}" + (f" ({t['-']} -)" if t["-"] else ""))
@@ -309,6 +344,7 @@ def main():
     r.add_argument("--policy", required=True)
     r.add_argument("--seeds", default="1,2,3")
     r.add_argument("--clusters", default="")
+    r.add_argument("--loads", default="", help="only these loads of the matrix, e.g. 0.9,1,1.25")
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--force", action="store_true")
     r.add_argument("--timeout", type=float, default=600, help="seconds per simulate run")
@@ -318,7 +354,10 @@ def main():
     c.add_argument("--cand-policy", default="topogang")
     c.add_argument("--seeds", default="1,2,3")
     c.add_argument("--clusters", default="")
+    c.add_argument("--loads", default="", help="only these loads of the matrix")
     c.add_argument("-v", "--verbose", action="store_true")
+    c.add_argument("--ratios", action="store_true",
+                   help="also print, per cluster and load, the geometric mean of candidate / best baseline per metric")
     c.add_argument("--spread", action="store_true",
                    help="also print, per cluster and load, the mean difference to the best baseline over the seeds with its 95 %% confidence interval")
     c.add_argument("--dominance", action="store_true",

@@ -118,6 +118,37 @@ class Spread(unittest.TestCase):
             self.assertIn("+2.0 +- 2.5 (+1.0 .. +3.0)", row[0])
 
 
+class Ratios(unittest.TestCase):
+    def test_geometric_mean_of_candidate_over_best_and_load_filter(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
+            baselines = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best",
+                         "volcano-hypernode", "volcano-hypernode-best"]
+            # Load 1, two seeds. Best baseline: mean 100, p95 1000, goodput 0.5, 256+ wait 10
+            # (slurm-tree-best; the others 40). The candidate: mean 200 then 50 (ratios 2 and
+            # 0.5: geometric mean 1.000, where the arithmetic one would say 1.25), p95 1000,
+            # goodput 0.52 and 0.50 (+1.00 point on average), wait 40 then 0 (a run where the
+            # candidate's gang did not wait has no ratio: 4.000 over 1 run).
+            for s, (mean, good, wait) in enumerate([(200, 0.52, 40), (50, 0.50, 0)], start=1):
+                write(base, f"meta-16k-L1-s{s}",
+                      [[b, 100, 1000, 0.5, 10 if b == "slurm-tree-best" else 40, 0]
+                       for b in baselines])
+                write(cand, f"meta-16k-L1-s{s}", [["topogang", mean, 1000, good, wait, 0]])
+            # Load 2 (left out by --loads 1): a candidate 10x worse on mean.
+            write(base, "meta-16k-L2-s1", [[b, 100, 1000, 0.5, 10, 0] for b in baselines])
+            write(cand, "meta-16k-L2-s1", [["topogang", 1000, 1000, 0.5, 10, 0]])
+            out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
+                                  "--clusters", "meta-16k", "--seeds", "1,2", "--loads", "1",
+                                  "--ratios"], capture_output=True, text=True, check=True).stdout
+            rows = {tuple(l.split()[:2]): l.split() for l in out.splitlines()
+                    if l.startswith(("meta-16k ", "all "))}
+            self.assertEqual(rows[("meta-16k", "1")][2:], ["2", "4.000", "(1)", "1.000", "1.000",
+                                                           "+1.00"], out)
+            self.assertNotIn(("meta-16k", "2"), rows, out)
+            self.assertEqual(rows[("all", "2")][1:], ["2", "4.000", "(1)", "1.000", "1.000",
+                                                      "+1.00"], out)
+
+
 class ClassLoad(unittest.TestCase):
     """trace_class_load on a hand-made trace (classload's arithmetic, without the binary)."""
 
