@@ -184,8 +184,9 @@ def dominance_table(loaded):
 
 def ratio_table(loaded):
     """Per (cluster, load) and over all runs: the geometric mean over the runs of the candidate's
-    figure divided by the best baseline's on that metric (longest 256+ wait only where both are
-    above zero and finite; mean and p95 JCT), and the mean goodput difference in points. One
+    figure divided by the best baseline's on that metric (mean and p95 JCT; the longest 256+
+    wait where both are above zero: a candidate gang that never started makes it inf, a run where
+    only the baselines' gangs waited is left out), and the mean goodput difference in points. One
     number per metric for how far a variant is from the bar, where W/T/L only counts sides."""
     acc = {}
     for cluster, load, _, c, base in loaded:
@@ -193,14 +194,16 @@ def ratio_table(loaded):
             d = acc.setdefault(key, {"wait256": [], "mean": [], "p95": [], "goodput": []})
             for m in ("wait256", "mean", "p95"):
                 best = min(b[m] for b in base.values())
-                if 0 < best < float("inf") and 0 < c[m] < float("inf"):
-                    d[m].append(math.log(c[m] / best))
+                if 0 < best < float("inf") and 0 < c[m]:
+                    d[m].append(math.log(c[m] / best) if c[m] < float("inf") else float("inf"))
             d["goodput"].append(100 * (c["goodput"] - max(b["goodput"] for b in base.values())))
     out = ["cluster            load  runs  256+ wait / best (runs)  mean JCT / best  p95 JCT / best"
            "  goodput - best (points)"]
 
     def geo(v):
-        return f"{math.exp(sum(v) / len(v)):.3f}" if v else "-"
+        if not v:
+            return "-"
+        return "inf" if float("inf") in v else f"{math.exp(sum(v) / len(v)):.3f}"
 
     for (cluster, load), d in sorted(acc.items(), key=lambda kv: kv[0][0] == "all"):
         out.append(f"{cluster:18s} {load:>4s}  {len(d['mean']):4d}  "

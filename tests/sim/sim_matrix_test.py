@@ -147,6 +147,14 @@ class Ratios(unittest.TestCase):
             self.assertNotIn(("meta-16k", "2"), rows, out)
             self.assertEqual(rows[("all", "2")][1:], ["2", "4.000", "(1)", "1.000", "1.000",
                                                       "+1.00"], out)
+            # A candidate's 256+ gang that never started is not left out: the ratio is inf.
+            write(cand, "meta-16k-L1-s3", [["topogang", 100, 1000, 0.5, 5, 1]])
+            write(base, "meta-16k-L1-s3", [[b, 100, 1000, 0.5, 10, 0] for b in baselines])
+            out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
+                                  "--clusters", "meta-16k", "--seeds", "1,2,3", "--loads", "1",
+                                  "--ratios"], capture_output=True, text=True, check=True).stdout
+            row = [l.split() for l in out.splitlines() if l.startswith("meta-16k ")][0]
+            self.assertEqual(row[3:5], ["inf", "(2)"], out)
 
 
 class ClassLoad(unittest.TestCase):
