@@ -12,6 +12,8 @@ import unittest
 
 SCRIPT = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "sim_matrix.py")
 FIELDS = ["policy", "mean_jct_s", "p95_jct_s", "goodput", "max_wait_256_s", "never_started_256"]
+BASELINES = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best", "volcano-hypernode",
+             "volcano-hypernode-best"]
 
 
 def write(root, run, rows):
@@ -23,11 +25,10 @@ def write(root, run, rows):
             w.writerow(r)
 
 
-def compare(base, cand, *extra):
-    out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
-                          "--clusters", "meta-16k", "--seeds", "1", *extra],
-                         capture_output=True, text=True, check=True).stdout
-    return out
+def compare(base, cand, *extra, seeds="1"):
+    return subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
+                           "--clusters", "meta-16k", "--seeds", seeds, *extra],
+                          capture_output=True, text=True, check=True).stdout
 
 
 class Compare(unittest.TestCase):
@@ -35,19 +36,17 @@ class Compare(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.base = os.path.join(self.tmp.name, "base")
         self.cand = os.path.join(self.tmp.name, "cand")
-        baselines = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best",
-                     "volcano-hypernode", "volcano-hypernode-best"]
         # Run L0.5: the best mean is kueue-tas-best (100), the best goodput slurm-tree (0.80),
         # the shortest 256+ wait slurm-tree-best (10).
         rows = []
-        for b in baselines:
+        for b in BASELINES:
             mean = 100 if b == "kueue-tas-best" else 200
             good = 0.80 if b == "slurm-tree" else 0.70
             wait = 10 if b == "slurm-tree-best" else 50
             rows.append([b, mean, 1000, good, wait, 0])
         write(self.base, "meta-16k-L0.5-s1", rows)
         # Run L0.9: every baseline equal.
-        write(self.base, "meta-16k-L0.9-s1", [[b, 100, 1000, 0.5, 0, 0] for b in baselines])
+        write(self.base, "meta-16k-L0.9-s1", [[b, 100, 1000, 0.5, 0, 0] for b in BASELINES])
         # The candidate: L0.5 ties the mean within 0.5 % (100.4), wins p95, loses goodput by
         # 0.2 points, loses the wait (11 > 10 by 10 %). L0.9: a 256+ gang never started.
         write(self.cand, "meta-16k-L0.5-s1", [["topogang", 100.4, 900, 0.798, 11, 0]])
@@ -99,18 +98,14 @@ class Spread(unittest.TestCase):
     def test_mean_and_confidence_interval_over_seeds(self):
         with tempfile.TemporaryDirectory() as tmp:
             base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
-            baselines = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best",
-                         "volcano-hypernode", "volcano-hypernode-best"]
             # Three seeds at load 1, best baseline mean 100 each time; the candidate's mean is
             # 110, 90, 100 (+10 %, -10 %, 0 %): mean 0, sample sd 10, t(2 df) = 4.303, so the
             # half-width is 4.303 x 10 / sqrt(3) = 24.8. Goodput: +1, +2, +3 points: mean +2,
             # sd 1, half-width 4.303 / sqrt(3) = 2.5.
             for s, (mean, good) in enumerate([(110, 0.51), (90, 0.52), (100, 0.53)], start=1):
-                write(base, f"meta-16k-L1-s{s}", [[b, 100, 1000, 0.5, 0, 0] for b in baselines])
+                write(base, f"meta-16k-L1-s{s}", [[b, 100, 1000, 0.5, 0, 0] for b in BASELINES])
                 write(cand, f"meta-16k-L1-s{s}", [["topogang", mean, 1000, good, 0, 0]])
-            out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
-                                  "--clusters", "meta-16k", "--seeds", "1,2,3", "--spread"],
-                                 capture_output=True, text=True, check=True).stdout
+            out = compare(base, cand, "--spread", seeds="1,2,3")
             row = [l for l in out.splitlines() if l.startswith("meta-16k") and " 1 " in l]
             self.assertEqual(len(row), 1, out)
             self.assertIn("+0.0 +- 24.8 (-10.0 .. +10.0)", row[0])
@@ -122,8 +117,6 @@ class Ratios(unittest.TestCase):
     def test_geometric_mean_of_candidate_over_best_and_load_filter(self):
         with tempfile.TemporaryDirectory() as tmp:
             base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
-            baselines = ["kueue-tas", "kueue-tas-best", "slurm-tree", "slurm-tree-best",
-                         "volcano-hypernode", "volcano-hypernode-best"]
             # Load 1, two seeds. Best baseline: mean 100, p95 1000, goodput 0.5, 256+ wait 10
             # (slurm-tree-best; the others 40). The candidate: mean 200 then 50 (ratios 2 and
             # 0.5: geometric mean 1.000, where the arithmetic one would say 1.25), p95 1000,
@@ -132,14 +125,12 @@ class Ratios(unittest.TestCase):
             for s, (mean, good, wait) in enumerate([(200, 0.52, 40), (50, 0.50, 0)], start=1):
                 write(base, f"meta-16k-L1-s{s}",
                       [[b, 100, 1000, 0.5, 10 if b == "slurm-tree-best" else 40, 0]
-                       for b in baselines])
+                       for b in BASELINES])
                 write(cand, f"meta-16k-L1-s{s}", [["topogang", mean, 1000, good, wait, 0]])
             # Load 2 (left out by --loads 1): a candidate 10x worse on mean.
-            write(base, "meta-16k-L2-s1", [[b, 100, 1000, 0.5, 10, 0] for b in baselines])
+            write(base, "meta-16k-L2-s1", [[b, 100, 1000, 0.5, 10, 0] for b in BASELINES])
             write(cand, "meta-16k-L2-s1", [["topogang", 1000, 1000, 0.5, 10, 0]])
-            out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
-                                  "--clusters", "meta-16k", "--seeds", "1,2", "--loads", "1",
-                                  "--ratios"], capture_output=True, text=True, check=True).stdout
+            out = compare(base, cand, "--loads", "1", "--ratios", seeds="1,2")
             rows = {tuple(l.split()[:2]): l.split() for l in out.splitlines()
                     if l.startswith(("meta-16k ", "all "))}
             self.assertEqual(rows[("meta-16k", "1")][2:], ["2", "4.000", "(1)", "1.000", "1.000",
@@ -149,10 +140,8 @@ class Ratios(unittest.TestCase):
                                                       "+1.00"], out)
             # A candidate's 256+ gang that never started is not left out: the ratio is inf.
             write(cand, "meta-16k-L1-s3", [["topogang", 100, 1000, 0.5, 5, 1]])
-            write(base, "meta-16k-L1-s3", [[b, 100, 1000, 0.5, 10, 0] for b in baselines])
-            out = subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
-                                  "--clusters", "meta-16k", "--seeds", "1,2,3", "--loads", "1",
-                                  "--ratios"], capture_output=True, text=True, check=True).stdout
+            write(base, "meta-16k-L1-s3", [[b, 100, 1000, 0.5, 10, 0] for b in BASELINES])
+            out = compare(base, cand, "--loads", "1", "--ratios", seeds="1,2,3")
             row = [l.split() for l in out.splitlines() if l.startswith("meta-16k ")][0]
             self.assertEqual(row[3:5], ["inf", "(2)"], out)
 
