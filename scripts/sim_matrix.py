@@ -57,6 +57,11 @@ MATRIX = [
 ]
 
 
+def names(flag):
+    """A comma-separated flag as a list, or None (no filter) when it is empty."""
+    return flag.split(",") if flag else None
+
+
 def runs(seeds, clusters, loads=None):
     for cluster, gen, cluster_loads in MATRIX:
         if clusters and cluster not in clusters:
@@ -74,8 +79,7 @@ def simulate_cmd(cluster, gen, load, seed, *tail):
 
 
 def cmd_run(a, extra):
-    clusters = a.clusters.split(",") if a.clusters else None
-    todo = list(runs(a.seeds.split(","), clusters, a.loads.split(",") if a.loads else None))
+    todo = list(runs(a.seeds.split(","), names(a.clusters), names(a.loads)))
 
     def one(r):
         cluster, gen, load, s = r
@@ -129,8 +133,7 @@ def verdict(metric, cand, best):
 def load_runs(a, clusters):
     """Each run with a candidate row: (cluster, load, name, candidate metrics, {baseline: metrics})
     from the --cand dir and every --base dir (a later --base overrides an earlier one)."""
-    for cluster, gen, load, s in runs(a.seeds.split(","), clusters,
-                                      a.loads.split(",") if a.loads else None):
+    for cluster, gen, load, s in runs(a.seeds.split(","), clusters, names(a.loads)):
         name = f"{cluster}-L{load}-s{s}"
         cp = os.path.join(a.cand, name, "summary.csv")
         if not os.path.exists(cp):
@@ -241,7 +244,7 @@ def spread_table(diffs):
 
 
 def cmd_compare(a):
-    clusters = a.clusters.split(",") if a.clusters else None
+    clusters = names(a.clusters)
     totals = {}
     lines = []
     diffs = {}  # (cluster, load) -> per-seed differences, for --spread
@@ -314,7 +317,7 @@ def trace_class_load(path, min_gpus):
 
 
 def cmd_classload(a):
-    clusters = a.clusters.split(",") if a.clusters else None
+    clusters = names(a.clusters)
     os.makedirs(a.traces, exist_ok=True)
     got = {}
     for cluster, gen, load, s in runs(a.seeds.split(","), clusters):
