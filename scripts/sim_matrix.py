@@ -2,10 +2,11 @@
 """The generated load/seed matrix of docs/placement-quality.md, run and compared.
 
   scripts/sim_matrix.py run --out DIR --policy P [--seeds 1,2,3] [--clusters a,b] [--loads 1,2]
-                           [--jobs 2] [-- EXTRA SIMULATE FLAGS]
+                           [--jobs 2] [--load-factor F] [-- EXTRA SIMULATE FLAGS]
   scripts/sim_matrix.py compare --base DIR [--base DIR2 ...] --cand DIR [--cand-policy topogang]
                                [--seeds ...] [--clusters ...] [--loads ...] [-v] [--dominance]
-                               [--spread] [--ratios]
+                               [--spread] [--ratios] [--paired]
+  scripts/sim_matrix.py stability --a DIR [--a DIR2] --b DIR [--cand-policy topogang] [--seeds ...]
   scripts/sim_matrix.py classload --traces DIR [--min-gpus 256] [--seeds ...] [--clusters ...]
 
 `run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
@@ -19,7 +20,12 @@ the candidate is at least as good on all four metrics at once and those where th
 and better on one (the candidate dominated), then the runs where some baseline dominates it;
 --spread gives, per cluster and load, the mean difference to the best baseline over the seeds
 with its 95 % confidence interval (Student's t); --ratios the geometric mean over the seeds of
-candidate / best baseline per metric (how far from the bar, where W/T/L only counts sides).
+candidate / best baseline per metric (how far from the bar, where W/T/L only counts sides);
+--paired reads the bar per (cluster, load) against each baseline: the mean paired difference over
+the seeds with its 95 % interval. Every compare ends with the runs that meet the whole bar.
+`run --load-factor 1.001` simulates the same jobs with arrivals 0.1 % denser, under the matrix's
+load names; `stability --a MATRIX --b PERTURBED` then shows how far each policy's figures and the
+candidate's verdicts move under so small a change (both with all seven policies).
 `classload` generates the matrix's traces (kept under --traces) and prints, per cluster and load,
 the offered load of the gangs of at least --min-gpus GPUs alone and their share of the GPU-time:
 where that load is above 1, the large gangs' backlog grows under any queue order.
@@ -86,7 +92,8 @@ def cmd_run(a, extra):
         out = os.path.join(a.out, f"{cluster}-L{load}-s{s}")
         if os.path.exists(os.path.join(out, "summary.csv")) and not a.force:
             return f"{out}: kept"
-        cmd = simulate_cmd(cluster, gen, load, s, "--policy", a.policy, "--out", out, *extra)
+        offered = load if a.load_factor == 1 else repr(float(load) * a.load_factor)
+        cmd = simulate_cmd(cluster, gen, offered, s, "--policy", a.policy, "--out", out, *extra)
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
         except subprocess.TimeoutExpired:
@@ -243,27 +250,109 @@ def spread_table(diffs):
     return "\n".join(out)
 
 
+METRICS = ("mean", "p95", "goodput", "wait256")
+
+
+def best_of(base, m):
+    """The baseline with the best figure on metric m (highest goodput, else lowest)."""
+    better = max if m == "goodput" else min
+    return better(base, key=lambda p: base[p][m])
+
+
+def run_verdicts(c, base):
+    """Per metric: the candidate's W / T / L against the best baseline on it ("-" for the 256+
+    wait when no 256+ gang waited under the candidate or the best baseline)."""
+    out = {}
+    for m in METRICS:
+        b = base[best_of(base, m)][m]
+        out[m] = "-" if m == "wait256" and c[m] == 0 and b == 0 else verdict(m, c[m], b)
+    return out
+
+
+def paired_table(loaded):
+    """The bar read per (cluster, load) and per baseline, as the issue words it ("match or beat
+    every baseline"), instead of per run against the best of six: over the seeds, the candidate's
+    paired difference to each baseline (mean and p95 JCT in %, goodput in points, the longest 256+
+    wait in hours), its mean and 95 % interval. A cell is lost on a metric when the candidate is
+    behind some baseline by more than the tie tolerance of verdict() on average ("point"), or when
+    even the interval's better end is ("significant"). Per cell the baseline furthest ahead of the
+    candidate on each metric is shown."""
+    cells = {}  # (cluster, load) -> {(baseline, metric): [difference per seed]}
+    for cluster, load, _, c, base in loaded:
+        d = cells.setdefault((cluster, load), {})
+        for pol, b in base.items():
+            for m in METRICS:
+                if m == "goodput":
+                    x = 100 * (b[m] - c[m])  # positive: the baseline is ahead
+                elif m == "wait256":
+                    if c[m] == float("inf") or b[m] == float("inf"):
+                        x = 0.0 if c[m] == b[m] else (float("inf") if c[m] > b[m] else -float("inf"))
+                    else:
+                        x = (c[m] - b[m]) / 3600
+                else:
+                    x = 100 * (c[m] / b[m] - 1) if b[m] > 0 else 0.0
+                d.setdefault((pol, m), []).append(x)
+    tol = {"mean": 0.5, "p95": 0.5, "goodput": 0.1}
+    out = ["cluster            load  seeds  worst baseline per metric: mean over the seeds +- 95 % "
+           "(mean/p95 JCT %, goodput points behind, 256+ wait hours)   lost point/significant"]
+    met = {"point": 0, "significant": 0}
+    for (cluster, load), d in cells.items():
+        lost_point = lost_sig = False
+        parts = []
+        for m in METRICS:
+            worst = None
+            for (pol, mm), v in d.items():
+                if mm != m:
+                    continue
+                mean = statistics.mean(v) if all(abs(x) < float("inf") for x in v) else (
+                    float("inf") if float("inf") in v else -float("inf"))
+                half = 0.0
+                if len(v) > 1 and abs(mean) < float("inf"):
+                    half = (T975[len(v) - 1] if len(v) <= 31 else 1.96) * statistics.stdev(v) / len(v) ** 0.5
+                if m == "wait256":
+                    # relative tolerance of verdict() on the mean wait of the baseline
+                    t = 0.005 * statistics.mean(
+                        [r[4][pol][m] / 3600 for r in loaded if (r[0], r[1]) == (cluster, load)
+                         and pol in r[4] and r[4][pol][m] < float("inf")] or [0])
+                else:
+                    t = tol[m]
+                if worst is None or mean > worst[1]:
+                    worst = (pol, mean, half, t)
+            pol, mean, half, t = worst
+            lost_point = lost_point or mean > t
+            lost_sig = lost_sig or mean - half > t
+            parts.append(f"{m} {ABBREV[pol]} {mean:+.1f}+-{half:.1f}")
+        met["point"] += not lost_point
+        met["significant"] += not lost_sig
+        n = len(next(iter(d.values())))
+        out.append(f"{cluster:18s} {load:>4s}  {n:5d}  {'  '.join(parts):78s} "
+                   f"{'L' if lost_point else '-'}/{'L' if lost_sig else '-'}")
+    out.append(f"(cluster, load) cells with no metric lost to any baseline: {met['point']} of "
+               f"{len(cells)} by the mean, {met['significant']} of {len(cells)} beyond the 95 % interval")
+    return "\n".join(out)
+
+
 def cmd_compare(a):
     clusters = names(a.clusters)
     totals = {}
     lines = []
     diffs = {}  # (cluster, load) -> per-seed differences, for --spread
     loaded = list(load_runs(a, clusters))
+    bar_met = 0
     for cluster, load, name, c, base in loaded:
         cells = []
         d = diffs.setdefault((cluster, load), {"mean": [], "p95": [], "goodput": [], "verdict": []})
-        for m in ("mean", "p95", "goodput", "wait256"):
-            better = max if m == "goodput" else min
-            who = better(base, key=lambda p: base[p][m])
-            v = verdict(m, c[m], base[who][m])
+        verdicts = run_verdicts(c, base)
+        bar_met += "L" not in verdicts.values()
+        for m in METRICS:
+            who = best_of(base, m)
+            v = verdicts[m]
             if m == "goodput":
                 d[m].append(100 * (c[m] - base[who][m]))
             elif m != "wait256":
                 d[m].append(100 * (c[m] / base[who][m] - 1) if base[who][m] > 0 else 0.0)
                 if m == "mean":
                     d["verdict"].append(v)
-            if m == "wait256" and c[m] == 0 and base[who][m] == 0:
-                v = "-"
             totals.setdefault((cluster, m), {"W": 0, "T": 0, "L": 0, "-": 0})[v] += 1
             totals.setdefault(("all", m), {"W": 0, "T": 0, "L": 0, "-": 0})[v] += 1
             if m == "goodput":
@@ -281,9 +370,82 @@ def cmd_compare(a):
         print(spread_table(diffs))
     if a.ratios:
         print(ratio_table(loaded))
+    if a.paired:
+        print(paired_table(loaded))
     print(f"{'cluster':18s} {'metric':8s} W/T/L (- = no 256+ gang waited)")
     for (cluster, m), t in sorted(totals.items()):
         print(f"{cluster:18s} {m:8s} {t['W']}/{t['T']}/{t['L']}" + (f" ({t['-']} -)" if t["-"] else ""))
+    print(f"the whole bar (no metric lost to the best baseline): {bar_met} of {len(loaded)} runs")
+
+
+def matrix_rows(dirs, name):
+    """{policy: metrics} of one run from `dirs` (a later dir overrides an earlier one)."""
+    got = {}
+    for d in dirs:
+        p = os.path.join(d, name, "summary.csv")
+        if os.path.exists(p):
+            got.update({pol: metrics(row) for pol, row in read_summary(p).items()})
+    return got
+
+
+def change(m, x, y):
+    """How far metric m moved from x to y: relative (in %) for JCTs and waits, points for
+    goodput; None where the 256+ wait is zero or forever on either side."""
+    if m == "goodput":
+        return 100 * abs(y - x)
+    if m == "wait256" and not (0 < x < float("inf") and 0 < y < float("inf")):
+        return None
+    return 100 * abs(y / x - 1) if x > 0 else None
+
+
+def cmd_stability(a):
+    """Two matrices of the same runs, all seven policies in each, the second perturbed (e.g.
+    `run --load-factor 1.001`): how far each policy's figures move (the floor below which a
+    difference between policies says nothing about them), and how many of the candidate's
+    verdicts against the best baseline and whole-bar runs survive the perturbation."""
+    moved = {}  # (policy, cluster, metric) -> [change]
+    flips = {m: [0, 0] for m in METRICS}  # metric -> [runs, verdict differs]
+    bar = {"a": 0, "b": 0, "both": 0}
+    n = 0
+    for cluster, _, load, s in runs(a.seeds.split(","), names(a.clusters), names(a.loads)):
+        name = f"{cluster}-L{load}-s{s}"
+        ra, rb = matrix_rows(a.a, name), matrix_rows(a.b, name)
+        pols = [p for p in [a.cand_policy] + BASELINES if p in ra and p in rb]
+        for p in pols:
+            for m in METRICS:
+                c = change(m, ra[p][m], rb[p][m])
+                if c is not None:
+                    moved.setdefault((p, cluster, m), []).append(c)
+        if a.cand_policy not in pols or not any(p in pols for p in BASELINES):
+            continue
+        n += 1
+        va = run_verdicts(ra[a.cand_policy], {p: ra[p] for p in BASELINES if p in pols})
+        vb = run_verdicts(rb[a.cand_policy], {p: rb[p] for p in BASELINES if p in pols})
+        for m in METRICS:
+            flips[m][0] += 1
+            flips[m][1] += va[m] != vb[m]
+        ma, mb = "L" not in va.values(), "L" not in vb.values()
+        bar["a"] += ma
+        bar["b"] += mb
+        bar["both"] += ma and mb
+    print("how far each policy's figures moved (median / largest over the runs; mean and p95 JCT"
+          " and 256+ wait in %, goodput in points)")
+    print(f"{'policy':24s} {'cluster':18s} {'runs':>4s}  {'mean JCT':>12s}  {'p95 JCT':>12s}"
+          f"  {'goodput':>12s}  {'256+ wait':>12s}")
+    for p in [a.cand_policy] + BASELINES:
+        for cluster, _, _ in MATRIX:
+            cells = []
+            for m in METRICS:
+                v = moved.get((p, cluster, m))
+                cells.append(f"{statistics.median(v):5.2f} / {max(v):5.1f}" if v else f"{'-':>13s}")
+            if any(moved.get((p, cluster, m)) for m in METRICS):
+                runs_n = len(moved.get((p, cluster, "mean"), []))
+                print(f"{p:24s} {cluster:18s} {runs_n:4d}  " + "  ".join(cells))
+    print(f"{a.cand_policy}'s verdict against the best baseline changed in:")
+    for m in METRICS:
+        print(f"  {m:8s} {flips[m][1]} of {flips[m][0]} runs")
+    print(f"the whole bar met: {bar['a']} of {n} runs in the first matrix, {bar['b']} in the "
+          f"second, {bar['both']} in both")
 
 
 def trace_class_load(path, min_gpus):
@@ -354,6 +516,9 @@ def main():
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--force", action="store_true")
     r.add_argument("--timeout", type=float, default=600, help="seconds per simulate run")
+    r.add_argument("--load-factor", type=float, default=1.0,
+                   help="offer load x this factor (the same jobs, arrivals that much denser), "
+                        "kept under the matrix's load name: a perturbed matrix for `stability`")
     c = sub.add_parser("compare")
     c.add_argument("--base", action="append", required=True)
     c.add_argument("--cand", required=True)
@@ -366,8 +531,20 @@ def main():
                    help="also print, per cluster and load, the geometric mean of candidate / best baseline per metric")
     c.add_argument("--spread", action="store_true",
                    help="also print, per cluster and load, the mean difference to the best baseline over the seeds with its 95 %% confidence interval")
+    c.add_argument("--paired", action="store_true",
+                   help="also read the bar per (cluster, load) against each baseline: the mean "
+                        "paired difference over the seeds with its 95 %% interval")
     c.add_argument("--dominance", action="store_true",
                    help="also count, per baseline, the runs where the candidate is at least as good on every metric")
+    st = sub.add_parser("stability", help="how far each policy and the candidate's verdicts move "
+                                          "between a matrix and a perturbed copy of it")
+    st.add_argument("--a", action="append", required=True, help="the matrix (repeatable: a later "
+                    "dir overrides an earlier one)")
+    st.add_argument("--b", action="append", required=True, help="the perturbed matrix")
+    st.add_argument("--cand-policy", default="topogang")
+    st.add_argument("--seeds", default="1,2,3")
+    st.add_argument("--clusters", default="")
+    st.add_argument("--loads", default="", help="only these loads of the matrix")
     k = sub.add_parser("classload", help="offered load of the large gangs alone, per cluster and load")
     k.add_argument("--traces", required=True, help="where the generated traces are kept")
     k.add_argument("--min-gpus", type=int, default=256)
@@ -378,6 +555,8 @@ def main():
         cmd_run(a, extra)
     elif a.cmd == "classload":
         cmd_classload(a)
+    elif a.cmd == "stability":
+        cmd_stability(a)
     else:
         cmd_compare(a)
 

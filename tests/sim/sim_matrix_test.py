@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/sim_matrix.py compare on hand-made summaries: best of six per metric, the tie
 tolerances, a 256+ gang that never started, and the per-baseline dominance count; classload's
-arithmetic on a hand-made trace."""
+arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading, stability
+between a matrix and a perturbed copy, and run --load-factor (with a stand-in binary)."""
 import csv
 import io
 import os
@@ -71,6 +72,15 @@ class Compare(unittest.TestCase):
         self.assertEqual(got["p95"], "1/1/0")
         self.assertEqual(got["goodput"], "0/1/1")
         self.assertEqual(got["wait256"], "0/0/2")
+
+    def test_whole_bar_counts_runs_with_no_metric_lost(self):
+        self.assertIn("the whole bar (no metric lost to the best baseline): 0 of 2 runs",
+                      compare(self.base, self.cand))
+        # A third run where the candidate ties every baseline on everything meets it.
+        write(self.base, "meta-16k-L1-s1", [[b, 100, 1000, 0.5, 0, 0] for b in BASELINES])
+        write(self.cand, "meta-16k-L1-s1", [["topogang", 100, 1000, 0.5, 0, 0]])
+        self.assertIn("the whole bar (no metric lost to the best baseline): 1 of 3 runs",
+                      compare(self.base, self.cand))
 
     def test_dominance_counts_each_baseline_alone(self):
         out = compare(self.base, self.cand, "--dominance")
@@ -144,6 +154,88 @@ class Ratios(unittest.TestCase):
             out = compare(base, cand, "--loads", "1", "--ratios", seeds="1,2,3")
             row = [l.split() for l in out.splitlines() if l.startswith("meta-16k ")][0]
             self.assertEqual(row[3:5], ["inf", "(2)"], out)
+
+
+class Paired(unittest.TestCase):
+    def test_each_baseline_over_the_seeds_by_the_mean_and_beyond_the_interval(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
+
+            def run(load, seed, cand_mean, ktb_mean=100):
+                write(base, f"meta-16k-L{load}-s{seed}",
+                      [[b, ktb_mean if b == "kueue-tas-best" else 200, 1000, 0.5, 0, 0]
+                       for b in BASELINES])
+                write(cand, f"meta-16k-L{load}-s{seed}", [["topogang", cand_mean, 1000, 0.5, 0, 0]])
+
+            # Load 1: +10 % then +0 % against kueue-tas-best: mean +5.0, sd 7.07, t(1 df)
+            # 12.706: half-width 12.706 x 7.07 / sqrt(2) = 63.5. Lost by the mean (5 > 0.5),
+            # not beyond the interval (5 - 63.5 < 0.5).
+            run("1", 1, 110)
+            run("1", 2, 100)
+            # Load 2: the candidate ahead of every baseline in both seeds (-10 %, -5 % against
+            # kueue-tas-best, the closest: mean -7.5, sd 3.54, half-width 31.8).
+            run("2", 1, 90)
+            run("2", 2, 95)
+            # Load 3: +10, +11, +12 %: mean 11, sd 1, t(2 df) 4.303: half-width 2.5, lost both ways.
+            for s, m in enumerate([110, 111, 112], start=1):
+                run("3", s, m)
+            out = compare(base, cand, "--paired", seeds="1,2,3")
+            rows = {l.split()[1]: l for l in out.splitlines() if l.startswith("meta-16k ")
+                    and "worst" not in l and len(l.split()) > 8}
+            self.assertIn("mean KTb +5.0+-63.5", rows["1"], out)
+            self.assertTrue(rows["1"].endswith("L/-"), rows["1"])
+            self.assertIn("mean KTb -7.5+-31.8", rows["2"], out)
+            self.assertTrue(rows["2"].endswith("-/-"), rows["2"])
+            self.assertIn("mean KTb +11.0+-2.5", rows["3"], out)
+            self.assertTrue(rows["3"].endswith("L/L"), rows["3"])
+            self.assertIn("with no metric lost to any baseline: 1 of 3 by the mean, 2 of 3 beyond",
+                          out)
+
+
+class Stability(unittest.TestCase):
+    def test_how_far_figures_and_verdicts_move_under_a_perturbation(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+            # Both seeds: in the first matrix topogang ties kueue-tas-best's mean (100); in the
+            # perturbed one kueue-tas-best moves 10 % (110), topogang 20 % (120) and loses.
+            for s in (1, 2):
+                for root, ktb, tg in ((a, 100, 100), (b, 110, 120)):
+                    write(root, f"meta-16k-L1-s{s}",
+                          [[p, ktb if p == "kueue-tas-best" else 200, 1000, 0.5, 0, 0]
+                           for p in BASELINES] + [["topogang", tg, 1000, 0.5, 0, 0]])
+            out = subprocess.run([sys.executable, SCRIPT, "stability", "--a", a, "--b", b,
+                                  "--clusters", "meta-16k", "--seeds", "1,2"],
+                                 capture_output=True, text=True, check=True).stdout
+            rows = {l.split()[0]: l.split() for l in out.splitlines() if "meta-16k" in l}
+            # runs, then median / largest per metric: mean JCT moved 20 % and 10 %.
+            self.assertEqual(rows["topogang"][2:6], ["2", "20.00", "/", "20.0"], out)
+            self.assertEqual(rows["kueue-tas-best"][2:6], ["2", "10.00", "/", "10.0"], out)
+            self.assertEqual(rows["slurm-tree"][2:9], ["2", "0.00", "/", "0.0", "0.00", "/", "0.0"])
+            self.assertIn("mean     2 of 2 runs", out)
+            self.assertIn("p95      0 of 2 runs", out)
+            self.assertIn("the whole bar met: 2 of 2 runs in the first matrix, 0 in the second, "
+                          "0 in both", out)
+
+
+class RunLoadFactor(unittest.TestCase):
+    def test_perturbed_load_under_the_matrix_load_name(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # A stand-in for the binary that records the load it was asked for.
+            stub = os.path.join(tmp, "topogang")
+            with open(stub, "w") as f:
+                f.write("#!/usr/bin/env python3\nimport os, sys\na = sys.argv\n"
+                        "out = a[a.index('--out') + 1]\nos.makedirs(out)\n"
+                        "open(os.path.join(out, 'load'), 'w').write(a[a.index('--load') + 1])\n")
+            os.chmod(stub, 0o755)
+            env = dict(os.environ, TOPOGANG_BIN=stub)
+            for out, extra in (("x", ["--load-factor", "1.5"]), ("y", [])):
+                subprocess.run([sys.executable, SCRIPT, "run", "--out", os.path.join(tmp, out),
+                                "--policy", "topogang", "--clusters", "meta-16k", "--loads", "2",
+                                "--seeds", "1", *extra], env=env, check=True, capture_output=True)
+            with open(os.path.join(tmp, "x", "meta-16k-L2-s1", "load")) as f:
+                self.assertEqual(f.read(), "3.0")
+            with open(os.path.join(tmp, "y", "meta-16k-L2-s1", "load")) as f:
+                self.assertEqual(f.read(), "2")  # the matrix's own spelling, unchanged
 
 
 class ClassLoad(unittest.TestCase):
