@@ -27,8 +27,6 @@ class Admission {
   virtual absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
                                                   absl::Time now,
                                                   const GangQueue::NodeExclusion& exclude = {}) = 0;
-  // The model was rebuilt (new node set): anything remembered about the old one is void.
-  virtual void Reset() {}
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
   virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
   // The spec to plan `gang` with outside Admit (preemption, an elastic start), so those see a
@@ -60,7 +58,7 @@ class DirectAdmission : public Admission {
 class QueueAdmission : public Admission {
  public:
   explicit QueueAdmission(QueueOptions options = {}, absl::Duration stale_after = absl::Minutes(6))
-      : options_(options), stale_after_(stale_after), queue_(options) {}
+      : stale_after_(stale_after), queue_(options) {}
 
   absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
                                           absl::Time now,
@@ -104,11 +102,6 @@ class QueueAdmission : public Admission {
         absl::StrCat("waiting in the gang queue behind earlier or higher-priority gangs (",
                      queue_.size(), " waiting)"));
   }
-  // first_asked_ survives: a gang planned again on a new node set has waited all the same.
-  void Reset() override {
-    queue_ = GangQueue(options_);
-    last_seen_.clear();
-  }
   void Forget(GangScheduler& sched, const std::string& gang) override {
     queue_.Remove(sched, gang);
     last_seen_.erase(gang);
@@ -143,7 +136,6 @@ class QueueAdmission : public Admission {
   }
   static constexpr absl::Duration kRememberAsked = absl::Hours(24 * 8);
 
-  QueueOptions options_;
   absl::Duration stale_after_;
   GangQueue queue_;
   std::map<std::string, absl::Time> last_seen_;

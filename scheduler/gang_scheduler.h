@@ -114,6 +114,11 @@ class GangScheduler {
   // cache kept across a scheduler swap never mistakes the new one for the old.
   uint64_t version() const { return version_; }
   uint64_t health_version() const { return health_version_; }
+  // The cluster model this scheduler was built on, its node and domain numbering: set at
+  // construction, kept by copies, unique across instances. A caller that keeps node or domain
+  // indexes between calls (the queue's holds) checks it: after the daemon swaps in a model for a
+  // new node set, the old indexes name other nodes, or none.
+  uint64_t model_id() const { return model_id_; }
 
  private:
   static uint64_t NextVersion();
@@ -127,6 +132,7 @@ class GangScheduler {
   uint64_t drops_ = 0;
   uint64_t version_ = NextVersion();
   uint64_t health_version_ = version_;
+  uint64_t model_id_ = version_;
   // Reservation deadlines, earliest first: expiry costs O(expired), not O(gangs), per sweep.
   using Deadline = std::pair<absl::Time, std::string>;
   std::priority_queue<Deadline, std::vector<Deadline>, std::greater<>> expiry_;

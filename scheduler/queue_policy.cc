@@ -354,8 +354,22 @@ bool GangQueue::Plannable(const GangScheduler& sched, const GangSpec& gang) {
   return !(levels[2] >= 0 && levels[0] >= 0 && levels[2] < levels[0]);
 }
 
+void GangQueue::ForgetModel() {
+  for (Entry& e : waiting_) {
+    e.hold_domain = -1;
+    e.claim.clear();
+    e.ready_at = absl::InfiniteFuture();
+  }
+  claim_order_.clear();
+  potential_.clear();
+}
+
 std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now,
                                              const NodeExclusion& exclude) {
+  if (sched.model_id() != model_id_) {
+    ForgetModel();
+    model_id_ = sched.model_id();
+  }
   const bool smallest = options_.order == QueueOrder::kSmallestFirst;
   std::stable_sort(waiting_.begin(), waiting_.end(), [&](const Entry& a, const Entry& b) {
     if (a.spec.priority != b.spec.priority) return a.spec.priority > b.spec.priority;

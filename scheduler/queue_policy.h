@@ -165,6 +165,10 @@ class GangQueue {
   // Whether Planner::Plan would answer `gang` with a placement or ResourceExhausted (not
   // InvalidArgument: bad counts, unknown tiers, a slice tier wider than the required one).
   static bool Plannable(const GangScheduler& sched, const GangSpec& gang);
+  // `sched` is built on another cluster model than the last pass saw (a new node set): every
+  // waiting gang keeps its place, its waiting history and its right to hold, but the domain,
+  // claim and estimate of its hold name the old model's nodes and are chosen again.
+  void ForgetModel();
   // Frees the hold of `e` (if any) so the planner can see those GPUs.
   void DropHold(GangScheduler& sched, const Entry& e);
   // Holds the free GPUs of e's claim (whole members unless configured otherwise).
@@ -210,6 +214,7 @@ class GangQueue {
 
   QueueOptions options_;
   std::vector<Entry> waiting_;
+  uint64_t model_id_ = 0;  // GangScheduler::model_id() of the last pass
   // Caches of what GrowHold derives from the scheduler's state. In an overloaded queue every
   // starved gang is looked at on every pass, mostly against an unchanged cluster; rebuilding
   // these per gang was most of the simulator's time (docs/placement-quality.md, "Speed").
