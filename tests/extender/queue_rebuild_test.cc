@@ -16,16 +16,11 @@
 namespace topogang {
 namespace {
 
-using testing::GangPod;
-using testing::MakeArgs;
-using testing::MakePod;
-using testing::NodeNames;
-using testing::TestCluster;
-using Fixture = testing::ServiceFixture;
+namespace t = testing;
 
-constexpr auto kWait = std::chrono::seconds(20);
+constexpr auto kBindWait = std::chrono::seconds(20);
 
-std::string Node(int i) { return NodeNames(i + 1).back(); }
+std::string Node(int i) { return t::NodeNames(i + 1).back(); }
 
 // The API server's view of a pod: bound to `node` (or gone, with no node).
 PodInfo Seen(const std::string& name, const std::string& node) {
@@ -46,34 +41,36 @@ TEST(QueueRebuildTest, AStarvedGangKeepsItsHoldInANewNodeSet) {
   q.hold_min_gpus = 16;
   q.hold_ready_fraction = 0;  // hold as soon as starved
   q.hold_max_shortfall_share = 1;
-  Fixture f(128, absl::Seconds(10), q);  // 8 switches of 16 nodes
+  t::ServiceFixture f(128, absl::Seconds(10), q);  // 8 switches of 16 nodes
   // One-node jobs: two in each of switches 0-6, one in switch 7, so no switch has 16 free
   // nodes and switch 7 is the freest.
   std::vector<PodInfo> in_first_switch;
   for (int node : {0, 1, 16, 17, 32, 33, 48, 49, 64, 65, 80, 81, 96, 97, 112}) {
     const std::string gang = "s" + std::to_string(node);
-    Json pod = MakePod(GangPod(gang, 1, 0, 8));
+    Json pod = t::MakePod(t::GangPod(gang, 1, 0, 8));
     ExtenderFilterResult r = f.FilterOffered(pod, {Node(node)});
     ASSERT_EQ(r.node_names, std::vector<std::string>{Node(node)}) << r.error;
     auto bound = f.Bind(pod, Node(node));
-    ASSERT_EQ(bound.wait_for(kWait), std::future_status::ready);
+    ASSERT_EQ(bound.wait_for(kBindWait), std::future_status::ready);
     if (node < 16) in_first_switch.push_back(Seen(gang + "-0", Node(node)));
   }
   // A gang of 16 nodes within one switch waits, starves, and holds switch 7.
-  testing::PodOpts big = GangPod("big", 16, 0, 8);
+  t::PodOpts big = t::GangPod("big", 16, 0, 8);
   big.annotations[kRequiredTierKey] = "switch";
-  const Json b0 = MakePod(big);
-  EXPECT_TRUE(f.service.Filter(MakeArgs(b0, f.names)).node_names.empty());
+  const Json b0 = t::MakePod(big);
+  EXPECT_TRUE(f.service.Filter(t::MakeArgs(b0, f.names)).node_names.empty());
   f.clock.Advance(absl::Minutes(2));
-  EXPECT_TRUE(f.service.Filter(MakeArgs(b0, f.names)).node_names.empty());
-  EXPECT_TRUE(f.FilterOffered(MakePod(GangPod("probe", 1, 0, 8)), {Node(120)}).node_names.empty())
+  EXPECT_TRUE(f.service.Filter(t::MakeArgs(b0, f.names)).node_names.empty());
+  EXPECT_TRUE(
+      f.FilterOffered(t::MakePod(t::GangPod("probe", 1, 0, 8)), {Node(120)}).node_names.empty())
       << "switch 7 is held for the starved gang";
 
   // The node set shrinks to switch 0, where the gang does not fit either: 14 of 16 nodes free.
-  f.names = NodeNames(16);
-  ASSERT_TRUE(f.ledger.Rebuild(TestCluster(16), in_first_switch).ok());
-  EXPECT_TRUE(f.service.Filter(MakeArgs(b0, f.names)).node_names.empty());
-  EXPECT_TRUE(f.FilterOffered(MakePod(GangPod("probe2", 1, 0, 8)), {Node(5)}).node_names.empty())
+  f.names = t::NodeNames(16);
+  ASSERT_TRUE(f.ledger.Rebuild(t::TestCluster(16), in_first_switch).ok());
+  EXPECT_TRUE(f.service.Filter(t::MakeArgs(b0, f.names)).node_names.empty());
+  EXPECT_TRUE(
+      f.FilterOffered(t::MakePod(t::GangPod("probe2", 1, 0, 8)), {Node(5)}).node_names.empty())
       << "the gang kept its hold: the free nodes of the new set are held for it at once";
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 
@@ -82,9 +79,9 @@ TEST(QueueRebuildTest, AStarvedGangKeepsItsHoldInANewNodeSet) {
   f.ledger.PodDeleted(Seen("s1-0", ""));
   std::set<std::string> nodes;
   for (int i = 0; i < 16; ++i) {
-    testing::PodOpts member = GangPod("big", 16, i, 8);
+    t::PodOpts member = t::GangPod("big", 16, i, 8);
     member.annotations[kRequiredTierKey] = "switch";
-    nodes.insert(f.FilterOne(MakePod(member)));
+    nodes.insert(f.FilterOne(t::MakePod(member)));
   }
   EXPECT_EQ(nodes.size(), 16u);
 }
