@@ -234,16 +234,8 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     bool starved = now - e.enqueued >= options_.starvation_threshold &&
                    e.spec.total_gpus() >= options_.hold_min_gpus &&
                    r.status().code() == absl::StatusCode::kResourceExhausted;
-    bool holds = false;
-    if (starved && static_cast<int>(holders.size()) < options_.max_holds) {
-      // The hold goes where the gang may run: GPUs held on nodes it must not use would idle
-      // while the ones it can use went to backfill.
-      const std::vector<int> masked =
-          exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
-      holds = GrowHold(sched, e, now);
-      sched.UnmaskNodes(masked);
-    }
-    if (holds) {
+    if (starved && static_cast<int>(holders.size()) < options_.max_holds &&
+        GrowHold(sched, e, now)) {
       holders.push_back(kept.size() - 1);
     } else {
       e.hold_domain = -1;
