@@ -37,6 +37,7 @@ Example (docs/placement-quality.md): the baselines once, then topogang with a qu
   scripts/sim_matrix.py compare --base /tmp/mx/base --cand /tmp/mx/noholds --dominance
 """
 import argparse
+import collections
 import csv
 import math
 import os
@@ -137,6 +138,16 @@ def verdict(metric, cand, best):
     return "L" if rel > 0.005 else ("W" if rel < -0.005 else "T")
 
 
+def matrix_rows(dirs, name):
+    """{policy: metrics} of one run from `dirs` (a later dir overrides an earlier one)."""
+    got = {}
+    for d in dirs:
+        p = os.path.join(d, name, "summary.csv")
+        if os.path.exists(p):
+            got.update({pol: metrics(row) for pol, row in read_summary(p).items()})
+    return got
+
+
 def load_runs(a, clusters):
     """Each run with a candidate row: (cluster, load, name, candidate metrics, {baseline: metrics})
     from the --cand dir and every --base dir (a later --base overrides an earlier one)."""
@@ -148,13 +159,7 @@ def load_runs(a, clusters):
         crow = read_summary(cp).get(a.cand_policy)
         if crow is None:
             continue
-        base = {}
-        for d in a.base:
-            p = os.path.join(d, name, "summary.csv")
-            if os.path.exists(p):
-                for pol, row in read_summary(p).items():
-                    if pol in BASELINES:
-                        base[pol] = metrics(row)
+        base = {p: m for p, m in matrix_rows(a.base, name).items() if p in BASELINES}
         if base:
             yield cluster, load, name, metrics(crow), base
 
@@ -229,6 +234,13 @@ T975 = [0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228
         2.056, 2.052, 2.048, 2.045, 2.042]
 
 
+def half_width(v):
+    """The 95 % confidence half-width of the mean of v (Student's t; 0 for a single value)."""
+    if len(v) < 2:
+        return 0.0
+    return (T975[len(v) - 1] if len(v) <= 31 else 1.96) * statistics.stdev(v) / len(v) ** 0.5
+
+
 def spread_table(diffs):
     """Per (cluster, load): over the seeds, the candidate's difference to each seed's best
     baseline (mean / p95 JCT in %, goodput in points) as mean +- the 95 % confidence half-width
@@ -237,9 +249,7 @@ def spread_table(diffs):
            "               goodput vs best (points)"]
 
     def cell(v):
-        m = statistics.mean(v)
-        half = (T975[len(v) - 1] if len(v) <= 31 else 1.96) * statistics.stdev(v) / len(v) ** 0.5
-        return f"{m:+.1f} +- {half:.1f} ({min(v):+.1f} .. {max(v):+.1f})"
+        return f"{statistics.mean(v):+.1f} +- {half_width(v):.1f} ({min(v):+.1f} .. {max(v):+.1f})"
 
     for (cluster, load), d in diffs.items():
         if len(d["mean"]) < 2:
@@ -278,9 +288,13 @@ def paired_table(loaded):
     even the interval's better end is ("significant"). Per cell the baseline furthest ahead of the
     candidate on each metric is shown."""
     cells = {}  # (cluster, load) -> {(baseline, metric): [difference per seed]}
+    base_waits = {}  # (cluster, load) -> {baseline: [its longest 256+ wait, hours, when finite]}
     for cluster, load, _, c, base in loaded:
         d = cells.setdefault((cluster, load), {})
+        bw = base_waits.setdefault((cluster, load), {})
         for pol, b in base.items():
+            if b["wait256"] < float("inf"):
+                bw.setdefault(pol, []).append(b["wait256"] / 3600)
             for m in METRICS:
                 if m == "goodput":
                     x = 100 * (b[m] - c[m])  # positive: the baseline is ahead
@@ -297,6 +311,7 @@ def paired_table(loaded):
            "(mean/p95 JCT %, goodput points behind, 256+ wait hours)   lost point/significant"]
     met = {"point": 0, "significant": 0}
     for (cluster, load), d in cells.items():
+        waits = collections.defaultdict(list, base_waits[(cluster, load)])
         lost_point = lost_sig = False
         parts = []
         for m in METRICS:
@@ -306,16 +321,9 @@ def paired_table(loaded):
                     continue
                 mean = statistics.mean(v) if all(abs(x) < float("inf") for x in v) else (
                     float("inf") if float("inf") in v else -float("inf"))
-                half = 0.0
-                if len(v) > 1 and abs(mean) < float("inf"):
-                    half = (T975[len(v) - 1] if len(v) <= 31 else 1.96) * statistics.stdev(v) / len(v) ** 0.5
-                if m == "wait256":
-                    # relative tolerance of verdict() on the mean wait of the baseline
-                    t = 0.005 * statistics.mean(
-                        [r[4][pol][m] / 3600 for r in loaded if (r[0], r[1]) == (cluster, load)
-                         and pol in r[4] and r[4][pol][m] < float("inf")] or [0])
-                else:
-                    t = tol[m]
+                half = half_width(v) if abs(mean) < float("inf") else 0.0
+                # the 256+ wait: verdict()'s relative tolerance, on the baseline's mean wait
+                t = 0.005 * statistics.mean(waits[pol] or [0]) if m == "wait256" else tol[m]
                 if worst is None or mean > worst[1]:
                     worst = (pol, mean, half, t)
             pol, mean, half, t = worst
@@ -376,16 +384,6 @@ def cmd_compare(a):
     for (cluster, m), t in sorted(totals.items()):
         print(f"{cluster:18s} {m:8s} {t['W']}/{t['T']}/{t['L']}" + (f" ({t['-']} -)" if t["-"] else ""))
     print(f"the whole bar (no metric lost to the best baseline): {bar_met} of {len(loaded)} runs")
-
-
-def matrix_rows(dirs, name):
-    """{policy: metrics} of one run from `dirs` (a later dir overrides an earlier one)."""
-    got = {}
-    for d in dirs:
-        p = os.path.join(d, name, "summary.csv")
-        if os.path.exists(p):
-            got.update({pol: metrics(row) for pol, row in read_summary(p).items()})
-    return got
 
 
 def change(m, x, y):
