@@ -262,8 +262,8 @@ void GangQueue::ForgetModel() {
     e.claim.clear();
     e.ready_at = absl::InfiniteFuture();
   }
-  claim_order_.clear();
-  potential_.clear();
+  // The caches need nothing: they are keyed by the scheduler's versions, which no other
+  // scheduler instance ever has (GangScheduler::version).
 }
 
 }  // namespace topogang
