@@ -292,6 +292,9 @@ class GangLedger {
   // gang -> model nodes kube-scheduler did not offer its pods at its last reservation attempt
   // (indexes into the current model: cleared when it is rebuilt).
   std::map<std::string, std::vector<int>> excluded_;
+  // gang -> of those, the nodes refused although they had room for a member (NodesRefusedWithRoom):
+  // the nodes a hold for it must not claim. The same lifetime as excluded_.
+  std::map<std::string, std::vector<int>> hold_excluded_;
   // Pods that filtered while their gang could not be reserved (it waits in the admission queue,
   // holding no slot): pod key -> gang, and gang -> its pods. When the last of them is deleted the
   // gang leaves the queue at once, instead of waiting there for its TTL.
@@ -302,9 +305,15 @@ class GangLedger {
   GangQueue::NodeExclusion ExclusionLocked() const {
     return [this](const GangSpec& g) { return ExcludedFor(g); };
   }
+  GangQueue::NodeExclusion HoldExclusionLocked() const {
+    return [this](const GangSpec& g) { return ExcludedFor(g, hold_excluded_); };
+  }
   // The nodes `g` must not be planned on: those kube-scheduler did not offer it, and those
-  // nominated for a preemptor of equal or higher priority (under mu_).
-  std::vector<int> ExcludedFor(const GangSpec& g) const;
+  // nominated for a preemptor of equal or higher priority (under mu_). With `hold_excluded_`
+  // instead: the nodes GPUs held for it must not be on.
+  std::vector<int> ExcludedFor(const GangSpec& g) const { return ExcludedFor(g, excluded_); }
+  std::vector<int> ExcludedFor(const GangSpec& g,
+                               const std::map<std::string, std::vector<int>>& by_gang) const;
 
   // A preemption under way for one gang (daemon/ledger_preempt.cc).
   struct Preemption {

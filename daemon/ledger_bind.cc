@@ -225,6 +225,7 @@ void GangLedger::CompleteBarrier(const std::string& id) {
     fills_.erase(id);
     replans_.erase(id);
     excluded_.erase(id);
+    hold_excluded_.erase(id);
     e.fill_deadline.reset();
     for (size_t i = 0; i < e.slots.size(); ++i) {
       Member& m = e.slots[i];

@@ -70,6 +70,24 @@ std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string
   return out;
 }
 
+std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<int>& not_offered,
+                                      int gpus_per_member) {
+  if (not_offered.empty()) return {};
+  const Cluster& c = s.cluster();
+  std::vector<int> held(c.num_nodes(), 0);
+  for (const auto& [name, rec] : s.gangs()) {
+    if (rec.state != GangState::kHeld) continue;
+    for (const MemberPlacement& m : rec.placement.members) {
+      if (m.node >= 0) held[m.node] += static_cast<int>(m.gpus.size());
+    }
+  }
+  std::vector<int> out;
+  for (int n : not_offered) {
+    if (c.NodeFreeHealthy(n) + held[n] >= gpus_per_member) out.push_back(n);
+  }
+  return out;
+}
+
 GangResolution GangLedger::Resolve(const PodInfo& pod) const {
   return ResolveGang(pod, lookup_.load(), [this](const std::string& label) -> std::string {
     // A PodGroup's topology key names a node label; the tier built from it is the constraint.
@@ -208,11 +226,22 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           // Plan only where kube-scheduler would put this pod: the nodes it did not offer are
           // hidden from the planner. Remembered per gang, so a queue that starts another
           // waiting gang during this call plans that one inside its own offered nodes.
-          if (excluded_.size() > 100000) excluded_.clear();
+          // A hold for it, once it starves, avoids only the nodes it may never use (those
+          // refused although they had room): a node full now must stay one it can wait for.
+          if (excluded_.size() > 100000) {
+            excluded_.clear();
+            hold_excluded_.clear();
+          }
           std::vector<int>& ex = excluded_[id];
           ex = NodesNotOffered(s.cluster(), offered);
-          for (int n : NodeIndexes(s.cluster(), *avoid)) ex.push_back(n);
-          absl::Status admitted = admission_->Admit(s, spec, now, ExclusionLocked()).status();
+          std::vector<int>& hold_ex = hold_excluded_[id];
+          hold_ex = NodesRefusedWithRoom(s, ex, spec.gpus_per_member);
+          for (int n : NodeIndexes(s.cluster(), *avoid)) {
+            ex.push_back(n);
+            hold_ex.push_back(n);
+          }
+          absl::Status admitted =
+              admission_->Admit(s, spec, now, ExclusionLocked(), HoldExclusionLocked()).status();
           if (elastic_min > 0 && absl::IsResourceExhausted(admitted) &&
               StartElasticLocked(s, spec, elastic_min, now).ok()) {
             admission_->Forget(s, id);  // started smaller: it no longer waits in the queue
@@ -221,9 +250,10 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           }
           return admitted;
         }
-        if (!avoid->empty()) excluded_[id] = NodeIndexes(s.cluster(), *avoid);
-        auto r = admission_->Admit(s, spec, now, ExclusionLocked());
+        if (!avoid->empty()) excluded_[id] = hold_excluded_[id] = NodeIndexes(s.cluster(), *avoid);
+        auto r = admission_->Admit(s, spec, now, ExclusionLocked(), HoldExclusionLocked());
         excluded_.erase(id);  // a gang of one is planned once; nothing to keep
+        hold_excluded_.erase(id);
         if (!r.ok()) return r.status();
         // A gang of one needs its node among those kube-scheduler offered (its own filters may
         // have rejected the planner's pick); otherwise take the best fit among the offered.

@@ -22,9 +22,10 @@ void GangLedger::SetEvictor(Evictor* evictor) {
   evictions_ = evictor ? std::make_unique<EvictionQueue>(*evictor) : nullptr;
 }
 
-std::vector<int> GangLedger::ExcludedFor(const GangSpec& g) const {
+std::vector<int> GangLedger::ExcludedFor(
+    const GangSpec& g, const std::map<std::string, std::vector<int>>& by_gang) const {
   std::vector<int> out;
-  if (auto it = excluded_.find(g.name); it != excluded_.end()) out = it->second;
+  if (auto it = by_gang.find(g.name); it != by_gang.end()) out = it->second;
   for (const auto& [id, p] : preempting_) {
     if (id != g.name && p.priority >= g.priority) {
       out.insert(out.end(), p.nodes.begin(), p.nodes.end());

@@ -160,6 +160,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
           return 0;
         });
         excluded_.erase(gang);
+        hold_excluded_.erase(gang);
         state_.Publish({0, {}, "release", gang, "", "every pod of the waiting gang was deleted"});
       }
     }
@@ -184,6 +185,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
       state_.With([&](GangScheduler& s) {
         admission_->Forget(s, id);
         excluded_.erase(id);
+        hold_excluded_.erase(id);
         return 0;
       });
       state_.Publish({0, {}, "release", id, "", "every pod of the pending gang was deleted"});
@@ -266,7 +268,8 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
       if (!e.running) pending.emplace(id, std::move(e));
     }
     gangs_.clear();
-    excluded_.clear();    // node indexes of the old model
+    excluded_.clear();  // node indexes of the old model
+    hold_excluded_.clear();
     preempting_.clear();  // the same; a preemptor plans again at its next filter
     by_pod_.clear();
     pending_.clear();
@@ -289,7 +292,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
       absl::Time now = state_.clock().Now();
       const GangSpec& spec = e.spec;  // a structured binding cannot be captured (clang)
       absl::Status st = state_.Plan([&](GangScheduler& s) {
-        return admission_->Admit(s, spec, now, ExclusionLocked()).status();
+        return admission_->Admit(s, spec, now, ExclusionLocked(), HoldExclusionLocked()).status();
       });
       if (!st.ok()) {
         for (Member& m : e.slots) {

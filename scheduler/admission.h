@@ -23,10 +23,12 @@ class Admission {
   virtual ~Admission() = default;
   // Called under the DaemonState lock. Reserves every GPU of the gang or nothing; the error says
   // why it cannot start now. `exclude` names, for any gang, the nodes it must not be planned on
-  // (a queue may start other waiting gangs during this call: each keeps its own constraints).
-  virtual absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
-                                                  absl::Time now,
-                                                  const GangQueue::NodeExclusion& exclude = {}) = 0;
+  // (a queue may start other waiting gangs during this call: each keeps its own constraints);
+  // `hold_exclude` the nodes GPUs held for it must not be on (GangQueue::Schedule).
+  virtual absl::StatusOr<const GangRecord*> Admit(
+      GangScheduler& sched, const GangSpec& gang, absl::Time now,
+      const GangQueue::NodeExclusion& exclude = {},
+      const GangQueue::NodeExclusion& hold_exclude = {}) = 0;
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
   virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
   // The spec to plan `gang` with outside Admit (preemption, an elastic start), so those see a
@@ -40,8 +42,8 @@ class Admission {
 class DirectAdmission : public Admission {
  public:
   absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
-                                          absl::Time now,
-                                          const GangQueue::NodeExclusion& exclude) override {
+                                          absl::Time now, const GangQueue::NodeExclusion& exclude,
+                                          const GangQueue::NodeExclusion& = {}) override {
     const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(gang)) : std::vector<int>{};
     auto r = sched.Reserve(gang, now);
     sched.UnmaskNodes(masked);
@@ -60,9 +62,10 @@ class QueueAdmission : public Admission {
   explicit QueueAdmission(QueueOptions options = {}, absl::Duration stale_after = absl::Minutes(6))
       : stale_after_(stale_after), queue_(options) {}
 
-  absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
-                                          absl::Time now,
-                                          const GangQueue::NodeExclusion& exclude) override {
+  absl::StatusOr<const GangRecord*> Admit(
+      GangScheduler& sched, const GangSpec& gang, absl::Time now,
+      const GangQueue::NodeExclusion& exclude,
+      const GangQueue::NodeExclusion& hold_exclude = {}) override {
     last_seen_[gang.name] = now;
     for (auto it = last_seen_.begin(); it != last_seen_.end();) {
       if (now - it->second > stale_after_) {
@@ -80,7 +83,7 @@ class QueueAdmission : public Admission {
     if (!queue_.Contains(gang.name)) {
       if (absl::Status s = queue_.Enqueue(WithWaitLeft(gang, now), now); !s.ok()) return s;
     }
-    queue_.Schedule(sched, now, exclude);
+    queue_.Schedule(sched, now, exclude, hold_exclude);
     if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
       last_seen_.erase(gang.name);
       return r;

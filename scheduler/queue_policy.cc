@@ -110,7 +110,8 @@ bool GangQueue::Plannable(const GangScheduler& sched, const GangSpec& gang) {
 }
 
 std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now,
-                                             const NodeExclusion& exclude) {
+                                             const NodeExclusion& exclude,
+                                             const NodeExclusion& hold_exclude) {
   if (sched.model_id() != model_id_) {
     ForgetModel();
     model_id_ = sched.model_id();
@@ -234,8 +235,16 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     bool starved = now - e.enqueued >= options_.starvation_threshold &&
                    e.spec.total_gpus() >= options_.hold_min_gpus &&
                    r.status().code() == absl::StatusCode::kResourceExhausted;
-    if (starved && static_cast<int>(holders.size()) < options_.max_holds &&
-        GrowHold(sched, e, now)) {
+    bool holds = false;
+    if (starved && static_cast<int>(holders.size()) < options_.max_holds) {
+      // GPUs held on nodes the gang may never use would idle while the nodes it can use went
+      // to backfill.
+      const std::vector<int> masked =
+          hold_exclude ? sched.MaskNodes(hold_exclude(e.spec)) : std::vector<int>{};
+      holds = GrowHold(sched, e, now);
+      sched.UnmaskNodes(masked);
+    }
+    if (holds) {
       holders.push_back(kept.size() - 1);
     } else {
       e.hold_domain = -1;

@@ -145,9 +145,14 @@ class GangQueue {
   using NodeExclusion = std::function<std::vector<int>(const GangSpec&)>;
   // Starts (GangScheduler::Reserve) every waiting gang that fits now, in order with backfill,
   // and maintains holds for starved gangs. Returns the names started, in start order; their
-  // records are kReserved in `sched`. Each gang is planned without its `exclude` nodes.
+  // records are kReserved in `sched`. Each gang is planned without its `exclude` nodes, and a
+  // starved gang's hold is chosen and claimed without its `hold_exclude` nodes: those it may
+  // never use. The two differ in the daemon, where a node kube-scheduler did not offer may only
+  // be busy now (NodeResourcesFit refuses a node whose GPUs are all in use): planning must avoid
+  // it, a hold must be free to wait for it.
   std::vector<std::string> Schedule(GangScheduler& sched, absl::Time now,
-                                    const NodeExclusion& exclude = {});
+                                    const NodeExclusion& exclude = {},
+                                    const NodeExclusion& hold_exclude = {});
 
   const std::vector<Entry>& waiting() const { return waiting_; }
   // The earliest time after `now` at which Schedule may start something without any other

@@ -118,9 +118,10 @@ class TopogangPolicy : public Policy {
       // Spares take no ordinary work: hidden from the queue, preemption and growth alike.
       std::optional<SpareMask> mask;
       if (pool_) mask.emplace(sched_, *pool_);
+      // Slow nodes are never right for a large gang: its hold avoids them too.
       GangQueue::NodeExclusion exclude;
       if (ctx_.avoid_slow) exclude = exclusion_.ForQueue(At(now));
-      for (const std::string& name : queue_.Schedule(sched_, At(now), exclude)) {
+      for (const std::string& name : queue_.Schedule(sched_, At(now), exclude, exclude)) {
         const int j = by_name_.at(name);
         out.push_back(Started{j, CommitStart(j, now)});
       }

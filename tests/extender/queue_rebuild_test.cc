@@ -36,11 +36,7 @@ PodInfo Seen(const std::string& name, const std::string& node) {
 }
 
 TEST(QueueRebuildTest, AStarvedGangKeepsItsHoldInANewNodeSet) {
-  QueueOptions q;
-  q.starvation_threshold = absl::Minutes(1);
-  q.hold_min_gpus = 16;
-  q.hold_ready_fraction = 0;  // hold as soon as starved
-  q.hold_max_shortfall_share = 1;
+  const QueueOptions q = t::StarvedGangsHoldAtOnce(16);
   t::ServiceFixture f(128, absl::Seconds(10), q);  // 8 switches of 16 nodes
   // One-node jobs: two in each of switches 0-6, one in switch 7, so no switch has 16 free
   // nodes and switch 7 is the freest.

@@ -35,6 +35,17 @@ void ExpectCovers(const ExtenderArgs& args, const ExtenderFilterResult& r) {
   }
 }
 
+// Queue options for tests of holds through the daemon: a gang of `min_gpus` GPUs or more is
+// starved after a minute of waiting and then holds GPUs at once (no readiness condition).
+inline QueueOptions StarvedGangsHoldAtOnce(int min_gpus) {
+  QueueOptions q;
+  q.starvation_threshold = absl::Minutes(1);
+  q.hold_min_gpus = min_gpus;
+  q.hold_ready_fraction = 0;
+  q.hold_max_shortfall_share = 1;
+  return q;
+}
+
 struct ServiceFixture {
   explicit ServiceFixture(int nodes = 100, absl::Duration window = absl::Seconds(10),
                           QueueOptions queue = {}, Binder* bind_with = nullptr)
