@@ -204,7 +204,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto conns = YamlInt(d, "max_connections", source, 1, 1000000, c.http.max_connections);
   if (!conns.ok()) return conns.status();
   c.http.max_connections = static_cast<int>(*conns);
-  auto starve = YamlInt(d, "starvation_threshold_seconds", source, 1, 30 * 86400,
+  auto starve = YamlInt(d, "starvation_threshold_seconds", source, 0, 30 * 86400,
                         absl::ToInt64Seconds(c.extender.queue.starvation_threshold));
   if (!starve.ok()) return starve.status();
   c.extender.queue.starvation_threshold = absl::Seconds(*starve);

@@ -40,6 +40,11 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(q->extender.queue.starvation_threshold, absl::Minutes(2));
   EXPECT_EQ(q->extender.queue.hold_min_gpus, 16);
   EXPECT_EQ(q->extender.queue.max_holds, 2);
+  // 0: a large gang that does not fit is held GPUs at once; below that is an error.
+  auto now = ParseDaemonConfig(YAML::Load("{starvation_threshold_seconds: 0}"), "x");
+  ASSERT_TRUE(now.ok()) << now.status();
+  EXPECT_EQ(now->extender.queue.starvation_threshold, absl::ZeroDuration());
+  EXPECT_FALSE(ParseDaemonConfig(YAML::Load("{starvation_threshold_seconds: -1}"), "x").ok());
   auto h =
       ParseDaemonConfig(YAML::Load("{http_threads: 3, max_connections: 64, bind_parallelism: 32, "
                                    "gang_barrier: topogang}"),

@@ -1,0 +1,82 @@
+// GPUs held for a starved gang, end to end: the real topogangd (cluster mode) behind the
+// kube-scheduler emulator, which offers a pod only the nodes that pass its own filters: never a
+// node whose GPUs are all in use (NodeResourcesFit), never one its nodeSelector rejects. A 4 x 8
+// GPU gang that may only run in pool b, where one node is busy, must get pool b held (the busy
+// node included, though it is never offered), not the freer pool a it can never use; small jobs
+// then run in pool a, and the gang starts in pool b once the busy node frees.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/kubesched/daemon_harness.h"
+
+namespace topogang::kubesched {
+namespace {
+
+using testing::GangPod;
+
+class QueueHoldEndToEnd : public testing::EmulatedDaemonTest {
+ protected:
+  void SetUp() override {
+    // Two pools of four nodes, one leaf each; node b0 is where the busy job goes.
+    for (const char* pool : {"a", "b"}) {
+      for (int i = 0; i < 4; ++i) {
+        const std::string name = absl::StrCat(pool, i);
+        Json n = topogang::testing::MakeNode(name, 8,
+                                             {{"network.topology.nvidia.com/spine", "spine-0"},
+                                              {"network.topology.nvidia.com/leaf", pool},
+                                              {"pool", pool},
+                                              {"blocker", name == "b0" ? "yes" : "no"}});
+        n["status"]["allocatable"]["pods"] = "110";
+        api.PutNode(n);
+        (*pool == 'a' ? pool_a : pool_b).insert(name);
+      }
+    }
+    // Gangs of 16+ GPUs that do not fit are held GPUs at once (no starvation wait: the daemon's
+    // clock is not scaled). kube-scheduler flushes its unschedulable queue after 10 s of its
+    // time (1 s real) instead of five minutes; nothing else about its retries changes.
+    StartAll("starvation_threshold_seconds: 0, hold_min_gpus: 16",
+             [](EmulatorOptions& o) { o.queue.pod_max_in_unschedulable = absl::Seconds(10); });
+  }
+  std::set<std::string> pool_a, pool_b;
+};
+
+TEST_F(QueueHoldEndToEnd, AGangWithANodeSelectorIsHeldGpusOnlyWhereItMayRun) {
+  api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
+  ASSERT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
+  ASSERT_EQ(BoundNode("block"), "b0");
+  // The gang: pool b only. kube-scheduler offers its pods b1-b3 (b0 is full): it waits.
+  std::vector<std::string> big;
+  for (int m = 0; m < 4; ++m) {
+    big.push_back(absl::StrCat("big-", m));
+    api.PutPod(GangPod(big.back(), "big", 4, 8, Json{{"nodeSelector", {{"pool", "b"}}}}));
+  }
+  ASSERT_TRUE(emu->WaitFor([&] {
+    auto r = emu->Record("default/big-0");
+    return r && r->fit_errors > 0;
+  })) << "the gang's first pod was never refused";
+  // Four single-node jobs with no constraint: pool b's free nodes are held for the gang, so all
+  // four run in pool a.
+  std::vector<std::string> small;
+  for (int i = 0; i < 4; ++i) {
+    small.push_back(absl::StrCat("small-", i));
+    api.PutPod(GangPod(small.back(), "", 1, 8));
+  }
+  ASSERT_TRUE(WaitBound(small)) << topogangd.LogTail(30);
+  for (const std::string& p : small) {
+    EXPECT_TRUE(pool_a.count(BoundNode(p))) << p << " runs on " << BoundNode(p);
+  }
+  EXPECT_TRUE(BoundNode("big-0").empty()) << "the gang fit before b0 freed";
+  // The busy job ends: the gang starts in pool b, whole.
+  api.DeletePod("default", "block");
+  ASSERT_TRUE(WaitBound(big)) << topogangd.LogTail(30);
+  std::set<std::string> nodes;
+  for (const std::string& p : big) nodes.insert(BoundNode(p));
+  EXPECT_EQ(nodes, pool_b);
+}
+
+}  // namespace
+}  // namespace topogang::kubesched
