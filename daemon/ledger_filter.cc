@@ -1,10 +1,13 @@
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/gang_ledger.h"
 #include "daemon/ledger_util.h"
+#include "scheduler/queue_policy.h"
 
 namespace topogang {
 namespace {
@@ -71,19 +74,23 @@ std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string
 }
 
 std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<int>& not_offered,
-                                      int gpus_per_member) {
+                                      int gpus_per_member, const std::vector<std::string>& queued) {
   if (not_offered.empty()) return {};
   const Cluster& c = s.cluster();
-  std::vector<int> held(c.num_nodes(), 0);
-  for (const auto& [name, rec] : s.gangs()) {
-    if (rec.state != GangState::kHeld) continue;
-    for (const MemberPlacement& m : rec.placement.members) {
+  absl::flat_hash_map<int, int> held;  // node -> GPUs held there
+  for (const std::string& gang : queued) {
+    const GangRecord* h = s.Find(GangQueue::HoldName(gang));
+    if (h == nullptr || h->state != GangState::kHeld) continue;
+    for (const MemberPlacement& m : h->placement.members) {
       if (m.node >= 0) held[m.node] += static_cast<int>(m.gpus.size());
     }
   }
   std::vector<int> out;
   for (int n : not_offered) {
-    if (c.NodeFreeHealthy(n) + held[n] >= gpus_per_member) out.push_back(n);
+    auto it = held.find(n);
+    if (c.NodeFreeHealthy(n) + (it == held.end() ? 0 : it->second) >= gpus_per_member) {
+      out.push_back(n);
+    }
   }
   return out;
 }
@@ -235,7 +242,9 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           std::vector<int>& ex = excluded_[id];
           ex = NodesNotOffered(s.cluster(), offered);
           std::vector<int>& hold_ex = hold_excluded_[id];
-          hold_ex = NodesRefusedWithRoom(s, ex, spec.gpus_per_member);
+          std::vector<std::string> queued = {id};
+          for (const auto& [gang, pods] : waiting_pods_) queued.push_back(gang);
+          hold_ex = NodesRefusedWithRoom(s, ex, spec.gpus_per_member, queued);
           for (int n : NodeIndexes(s.cluster(), *avoid)) {
             ex.push_back(n);
             hold_ex.push_back(n);

@@ -9,7 +9,9 @@ namespace topogang {
 
 absl::StatusOr<MemberPlacement> GangLedger::TakeBoundGpusLocked(const PodInfo& pod) {
   // Take free GPUs on its node; if reservations hold them, those reservations yield (the API
-  // server is the truth: the pod runs there) and are re-planned on their next filter.
+  // server is the truth: the pod runs there) and are re-planned on their next filter. So do the
+  // queue's holds there (kube-scheduler counts held GPUs as free: no pod requests them): the
+  // queue holds its claim's free GPUs again on its next pass.
   std::vector<std::string> displaced;
   auto attempt = [&] {
     return state_.With([&](GangScheduler& s) -> absl::StatusOr<MemberPlacement> {
@@ -27,16 +29,18 @@ absl::StatusOr<MemberPlacement> GangLedger::TakeBoundGpusLocked(const PodInfo& p
       };
       std::vector<int> gpus = pick();
       if (static_cast<int>(gpus.size()) < pod.gpus) {
+        std::vector<std::string> holds;
         for (const auto& [gid, rec] : s.gangs()) {
-          if (rec.state != GangState::kReserved) continue;
+          if (rec.state == GangState::kRunning) continue;
           for (const MemberPlacement& mp : rec.placement.members) {
             if (mp.node == n) {
-              displaced.push_back(gid);
+              (rec.state == GangState::kHeld ? holds : displaced).push_back(gid);
               break;
             }
           }
         }
         for (const std::string& gid : displaced) s.Release(gid).IgnoreError();
+        for (const std::string& gid : holds) s.Release(gid).IgnoreError();
         gpus = pick();
       }
       if (static_cast<int>(gpus.size()) < pod.gpus) {

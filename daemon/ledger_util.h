@@ -26,12 +26,13 @@ inline void RunFails(FailList& fails) {
 std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string>& offered);
 
 // Of `not_offered`, the nodes that had room for a member of `gpus_per_member` GPUs as
-// kube-scheduler counts it (free healthy GPUs, plus GPUs held by the queue: no pod requests
-// those), so its own filters refused them for something else: a selector, affinity, a taint,
-// a cordon. A node not offered without that room may only be full now (NodeResourcesFit) and
-// is not among them: a gang may still wait for it.
+// kube-scheduler counts it (free healthy GPUs, plus GPUs the queue holds for `queued` gangs: no
+// pod requests those), so its own filters refused them for something else: a selector,
+// affinity, a taint, a cordon. A node not offered without that room may only be full now
+// (NodeResourcesFit) and is not among them: a gang may still wait for it. Holds are looked up
+// by gang, not by scanning every reservation: this runs at each filter of a waiting gang.
 std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<int>& not_offered,
-                                      int gpus_per_member);
+                                      int gpus_per_member, const std::vector<std::string>& queued);
 
 // A bound pod's run-time estimate and limit (k8s/runtime_estimate.h) on `spec`. A malformed
 // estimate is refused when the pod is filtered; a pod already running is adopted without one

@@ -46,15 +46,20 @@ std::set<std::string> HeldForBig(t::ServiceFixture& f) {
   });
 }
 
+// Pod `i` of gang "big" (`n` x 8 GPUs, within `tier` if set).
+Json BigPod(int n, int i, const std::string& tier) {
+  t::PodOpts pod = t::GangPod("big", n, i, 8);
+  if (!tier.empty()) pod.annotations[kRequiredTierKey] = tier;
+  return t::MakePod(pod);
+}
+
 // Filters the pods of gang "big" (`n` x 8 GPUs, within `tier` if set) offered `offered`; returns
 // the nodes they passed on.
 std::set<std::string> FilterBig(t::ServiceFixture& f, int n, const std::string& tier,
                                 const std::vector<std::string>& offered) {
   std::set<std::string> nodes;
   for (int i = 0; i < n; ++i) {
-    t::PodOpts pod = t::GangPod("big", n, i, 8);
-    if (!tier.empty()) pod.annotations[kRequiredTierKey] = tier;
-    const ExtenderFilterResult r = f.FilterOffered(t::MakePod(pod), offered);
+    const ExtenderFilterResult r = f.FilterOffered(BigPod(n, i, tier), offered);
     EXPECT_EQ(r.node_names.size(), 1u) << r.error;
     if (!r.node_names.empty()) nodes.insert(r.node_names[0]);
   }
@@ -143,6 +148,82 @@ TEST(QueueHoldOfferedTest, AStarvedGangHoldsNodesThatAreOnlyBusyNow) {
   std::vector<std::string> now_free = free;
   now_free.push_back(held[0]);
   EXPECT_EQ(FilterBig(f, 4, "rack", now_free), std::set<std::string>(held.begin(), held.end()));
+}
+
+// Binds a gang of one (`gpus` GPUs) offered only `node`.
+void RunOn(t::ServiceFixture& f, const std::string& job, int gpus, const std::string& node) {
+  const Json pod = t::MakePod(t::GangPod(job, 1, 0, gpus));
+  ASSERT_EQ(f.FilterOffered(pod, {node}).node_names, std::vector<std::string>{node});
+  auto bound = f.Bind(pod, node);
+  ASSERT_EQ(bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+}
+
+TEST(QueueHoldOfferedTest, AHeldNodeTheGangIsNotOfferedLeavesItsHold) {
+  const QueueOptions q = t::StarvedGangsHoldAtOnce(16);
+  t::ServiceFixture f(8, absl::Seconds(10), q);
+  const std::vector<std::string> rack0 = Nodes(0, 3), rack1 = Nodes(4, 7);
+  // Node 4 runs two 4-GPU jobs, node 7 one 8-GPU job. The gang (3 x 8 within one rack) may use
+  // nodes 4-6 only (node 7 has a taint it does not tolerate); kube-scheduler offers it 5 and 6.
+  ASSERT_NO_FATAL_FAILURE(RunOn(f, "x1", 4, rack1[0]));
+  ASSERT_NO_FATAL_FAILURE(RunOn(f, "x2", 4, rack1[0]));
+  ASSERT_NO_FATAL_FAILURE(RunOn(f, "y", 8, rack1[3]));
+  const std::vector<std::string> offered = {rack1[1], rack1[2]};
+  EXPECT_TRUE(f.FilterOffered(BigPod(3, 0, "rack"), offered).node_names.empty());
+  f.clock.Advance(absl::Minutes(2));
+  EXPECT_TRUE(f.FilterOffered(BigPod(3, 0, "rack"), offered).node_names.empty());
+  // Starved, it holds in rack-001 and claims node 7, full and never offered (the fewest jobs).
+  EXPECT_EQ(HeldForBig(f), std::set<std::string>(offered.begin(), offered.end()));
+  // Node 7's job ends; another pod's filter runs the queue, and the hold takes node 7.
+  f.ledger.PodDeleted(Gone("y-0"));
+  ASSERT_EQ(f.FilterOffered(t::MakePod(t::GangPod("p0", 1, 0, 8)), {rack0[0]}).node_names,
+            std::vector<std::string>{rack0[0]});
+  EXPECT_TRUE(HeldForBig(f).count(rack1[3]));
+  // The gang's next filter is not offered node 7 though its GPUs are free to kube-scheduler
+  // (held, requested by no pod): the gang may never use it, and its hold lets it go.
+  EXPECT_TRUE(f.FilterOffered(BigPod(3, 0, "rack"), offered).node_names.empty());
+  EXPECT_FALSE(HeldForBig(f).count(rack1[3]));
+  EXPECT_EQ(f.FilterOffered(t::MakePod(t::GangPod("p7", 1, 0, 8)), {rack1[3]}).node_names,
+            std::vector<std::string>{rack1[3]});
+}
+
+// A pod another scheduler bound onto GPUs the queue held (kube-scheduler sees held GPUs as free:
+// no pod requests them). The API server is the truth: the pod is adopted on those GPUs, the hold
+// gives them up, and the gang never gets them promised as well.
+TEST(QueueHoldOfferedTest, APodBoundOutsideTopogangOnHeldGpusIsAdoptedAndTheHoldYields) {
+  const QueueOptions q = t::StarvedGangsHoldAtOnce(16);
+  t::ServiceFixture f(8, absl::Seconds(10), q);
+  const std::vector<std::string> rack1 = Nodes(4, 7);
+  ASSERT_NO_FATAL_FAILURE(RunOn(f, "a", 8, rack1[0]));
+  const std::vector<std::string> offered(rack1.begin() + 1, rack1.end());
+  EXPECT_TRUE(f.FilterOffered(BigPod(4, 0, "rack"), offered).node_names.empty());
+  f.clock.Advance(absl::Minutes(2));
+  EXPECT_TRUE(f.FilterOffered(BigPod(4, 0, "rack"), offered).node_names.empty());
+  ASSERT_TRUE(HeldForBig(f).count(rack1[1]));
+  PodInfo foreign;
+  foreign.name = "foreign";
+  foreign.namespace_ = "default";
+  foreign.uid = "uid-foreign";
+  foreign.node_name = rack1[1];
+  foreign.phase = "Running";
+  foreign.gpus = 8;
+  foreign.mentions_resource = true;
+  foreign.scheduler_name = "default-scheduler";
+  f.ledger.ObservePod(foreign);
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+  const std::vector<int> on = f.state.With([](GangScheduler& s) {
+    const GangRecord* r = s.Find(SingletonGangId("default", "foreign"));
+    return r ? r->placement.Nodes() : std::vector<int>{};
+  });
+  EXPECT_EQ(on, std::vector<int>{5}) << "the pod running on held GPUs is in the model, there";
+  // The gang's next filter: the hold is back on the free nodes of its claim, not on node 5.
+  EXPECT_TRUE(f.FilterOffered(BigPod(4, 0, "rack"), {rack1[2], rack1[3]}).node_names.empty());
+  EXPECT_EQ(HeldForBig(f), (std::set<std::string>{rack1[2], rack1[3]}));
+  // Job a ends: rack-001 still has only three nodes for the gang (node 5 runs the foreign pod),
+  // so it does not start there.
+  f.ledger.PodDeleted(Gone("a-0"));
+  EXPECT_TRUE(
+      f.FilterOffered(BigPod(4, 0, "rack"), {rack1[0], rack1[2], rack1[3]}).node_names.empty());
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
 }  // namespace
