@@ -1,13 +1,11 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "daemon/gang_ledger.h"
 #include "daemon/ledger_util.h"
-#include "scheduler/queue_policy.h"
 
 namespace topogang {
 namespace {
@@ -63,37 +61,6 @@ FilterDecision ErrorResult(const std::string& error) {
 }
 
 }  // namespace
-
-std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string>& offered) {
-  absl::flat_hash_set<absl::string_view> ok(offered.begin(), offered.end());
-  std::vector<int> out;
-  for (int n = 0; n < c.num_nodes(); ++n) {
-    if (!ok.contains(c.node(n).name)) out.push_back(n);
-  }
-  return out;
-}
-
-std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<int>& not_offered,
-                                      int gpus_per_member, const std::vector<std::string>& queued) {
-  if (not_offered.empty()) return {};
-  const Cluster& c = s.cluster();
-  absl::flat_hash_map<int, int> held;  // node -> GPUs held there
-  for (const std::string& gang : queued) {
-    const GangRecord* h = s.Find(GangQueue::HoldName(gang));
-    if (h == nullptr || h->state != GangState::kHeld) continue;
-    for (const MemberPlacement& m : h->placement.members) {
-      if (m.node >= 0) held[m.node] += static_cast<int>(m.gpus.size());
-    }
-  }
-  std::vector<int> out;
-  for (int n : not_offered) {
-    auto it = held.find(n);
-    if (c.NodeFreeHealthy(n) + (it == held.end() ? 0 : it->second) >= gpus_per_member) {
-      out.push_back(n);
-    }
-  }
-  return out;
-}
 
 GangResolution GangLedger::Resolve(const PodInfo& pod) const {
   return ResolveGang(pod, lookup_.load(), [this](const std::string& label) -> std::string {
@@ -418,16 +385,22 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           // again inside what this pod was offered (below, outside the lock).
           replan = true;
           decided = true;
+        } else if (slot < 0 && free_slots == 0) {
+          // An error, not a rejection: kube-scheduler retries it after its backoff (1 s, up to
+          // 10 s) instead of parking it until the next cluster event or for 5 minutes. The usual
+          // cause is transient: a controller's replacement for a deleted member, filtered before
+          // topogangd's watch saw the deletion (kube-scheduler's informer and ours race).
+          result = ErrorResult(absl::StrCat(
+              GangLabel(e.spec, e.multi),
+              " already has a pod for every member; this pod is one too many (a replacement for "
+              "a deleted member is retried and placed once topogang has seen the deletion)"));
+          decided = true;
         } else if (slot < 0) {
-          std::string reason =
-              free_slots == 0
-                  ? absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
-                                 " already has a pod for every member; this pod is one too many")
-                  : absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
-                                 " holds GPUs on nodes that kube-scheduler did not offer for this "
-                                 "pod (its own filters rejected them, or percentageOfNodesToScore "
-                                 "is below 100)");
-          result = FailAll(reason, /*unresolvable=*/true);
+          result = FailAll(absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
+                                        " holds GPUs on nodes that kube-scheduler did not offer "
+                                        "for this pod (its own filters rejected them, or "
+                                        "percentageOfNodesToScore is below 100)"),
+                           /*unresolvable=*/true);
           decided = true;
         } else {
           Member& m = e.slots[slot];

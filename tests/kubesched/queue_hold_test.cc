@@ -78,5 +78,45 @@ TEST_F(QueueHoldEndToEnd, AGangWithANodeSelectorIsHeldGpusOnlyWhereItMayRun) {
   EXPECT_EQ(nodes, pool_b);
 }
 
+// Another scheduler binds a pod onto a node whose GPUs the queue holds for the gang (to
+// kube-scheduler they are free: no pod requests them). The pod runs there; the gang must not be
+// promised that node too: when the busy job ends it still lacks a node and waits, and it starts
+// once the other pod is gone.
+TEST_F(QueueHoldEndToEnd, APodOfAnotherSchedulerOnHeldGpusIsNotPromisedToTheGangToo) {
+  api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
+  ASSERT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
+  std::vector<std::string> big;
+  for (int m = 0; m < 4; ++m) {
+    big.push_back(absl::StrCat("big-", m));
+    api.PutPod(GangPod(big.back(), "big", 4, 8, Json{{"nodeSelector", {{"pool", "b"}}}}));
+  }
+  ASSERT_TRUE(emu->WaitFor([&] {
+    auto r = emu->Record("default/big-0");
+    return r && r->fit_errors > 0;
+  })) << "the gang's first pod was never refused";
+  // Bound by another scheduler onto b1, held for the gang.
+  Json foreign = GangPod("foreign", "", 1, 8, Json{{"nodeName", "b1"}}, "default-scheduler");
+  foreign["status"]["phase"] = "Running";
+  api.PutPod(foreign);
+  ASSERT_TRUE(emu->WaitFor([&] { return BoundNode("foreign") == "b1"; }));
+  // The busy job ends. The gang's pods are retried (a pod deletion may make room) and refused:
+  // pool b has three free nodes for four members.
+  const int refused = emu->Record("default/big-0")->fit_errors;
+  api.DeletePod("default", "block");
+  ASSERT_TRUE(emu->WaitFor([&] {
+    auto r = emu->Record("default/big-0");
+    return r && (r->fit_errors > refused || !r->node_name.empty());
+  })) << topogangd.LogTail(30);
+  for (const std::string& p : big) {
+    EXPECT_EQ(BoundNode(p), "") << p << " was bound while b1 ran another scheduler's pod";
+  }
+  // The other pod ends: the gang starts in pool b, whole.
+  api.DeletePod("default", "foreign");
+  ASSERT_TRUE(WaitBound(big)) << topogangd.LogTail(30);
+  std::set<std::string> nodes;
+  for (const std::string& p : big) nodes.insert(BoundNode(p));
+  EXPECT_EQ(nodes, pool_b);
+}
+
 }  // namespace
 }  // namespace topogang::kubesched

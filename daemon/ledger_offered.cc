@@ -1,0 +1,46 @@
+// Which nodes a pod was not offered, and which of those it may never use (daemon/ledger_util.h).
+// kube-scheduler sends the extender only the nodes that passed its own filters; the difference
+// is what the planner must avoid for the gang, and the part of it refused with room to spare is
+// what a hold for the gang must avoid too.
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "daemon/ledger_util.h"
+#include "scheduler/queue_policy.h"
+
+namespace topogang {
+
+std::vector<int> NodesNotOffered(const Cluster& c, const std::vector<std::string>& offered) {
+  absl::flat_hash_set<absl::string_view> ok(offered.begin(), offered.end());
+  std::vector<int> out;
+  for (int n = 0; n < c.num_nodes(); ++n) {
+    if (!ok.contains(c.node(n).name)) out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<int>& not_offered,
+                                      int gpus_per_member, const std::vector<std::string>& queued) {
+  if (not_offered.empty()) return {};
+  const Cluster& c = s.cluster();
+  absl::flat_hash_map<int, int> held;  // node -> GPUs held there
+  for (const std::string& gang : queued) {
+    const GangRecord* h = s.Find(GangQueue::HoldName(gang));
+    if (h == nullptr || h->state != GangState::kHeld) continue;
+    for (const MemberPlacement& m : h->placement.members) {
+      if (m.node >= 0) held[m.node] += static_cast<int>(m.gpus.size());
+    }
+  }
+  std::vector<int> out;
+  for (int n : not_offered) {
+    auto it = held.find(n);
+    if (c.NodeFreeHealthy(n) + (it == held.end() ? 0 : it->second) >= gpus_per_member) {
+      out.push_back(n);
+    }
+  }
+  return out;
+}
+
+}  // namespace topogang
