@@ -187,8 +187,10 @@ TEST(QueueHoldOfferedTest, AHeldNodeTheGangIsNotOfferedLeavesItsHold) {
 }
 
 // A pod another scheduler bound onto GPUs the queue held (kube-scheduler sees held GPUs as free:
-// no pod requests them). The API server is the truth: the pod is adopted on those GPUs, the hold
-// gives them up, and the gang never gets them promised as well.
+// no pod requests them). The API server is the truth: the pod is adopted on those GPUs and the
+// hold gives them up. Before, adoption failed and the model kept them held, as if free for the
+// gang: wrong occupancy, and a hold counting a node it cannot have as ready (kube-scheduler's
+// NodeResourcesFit still kept the gang's pods off it).
 TEST(QueueHoldOfferedTest, APodBoundOutsideTopogangOnHeldGpusIsAdoptedAndTheHoldYields) {
   const QueueOptions q = t::StarvedGangsHoldAtOnce(16);
   t::ServiceFixture f(8, absl::Seconds(10), q);

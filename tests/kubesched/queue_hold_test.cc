@@ -79,10 +79,11 @@ TEST_F(QueueHoldEndToEnd, AGangWithANodeSelectorIsHeldGpusOnlyWhereItMayRun) {
 }
 
 // Another scheduler binds a pod onto a node whose GPUs the queue holds for the gang (to
-// kube-scheduler they are free: no pod requests them). The pod runs there; the gang must not be
-// promised that node too: when the busy job ends it still lacks a node and waits, and it starts
-// once the other pod is gone.
-TEST_F(QueueHoldEndToEnd, APodOfAnotherSchedulerOnHeldGpusIsNotPromisedToTheGangToo) {
+// kube-scheduler they are free: no pod requests them). topogangd adopts the pod on those GPUs
+// (the hold yields) rather than failing to and keeping them held for the gang as if free; the
+// gang waits while the pod runs (kube-scheduler no longer offers that node) and starts once the
+// pod is gone.
+TEST_F(QueueHoldEndToEnd, APodOfAnotherSchedulerOnHeldGpusIsAdoptedAndTheGangWaitsForIt) {
   api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
   ASSERT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
   std::vector<std::string> big;
@@ -98,9 +99,9 @@ TEST_F(QueueHoldEndToEnd, APodOfAnotherSchedulerOnHeldGpusIsNotPromisedToTheGang
   Json foreign = GangPod("foreign", "", 1, 8, Json{{"nodeName", "b1"}}, "default-scheduler");
   foreign["status"]["phase"] = "Running";
   api.PutPod(foreign);
-  ASSERT_TRUE(emu->WaitFor([&] { return BoundNode("foreign") == "b1"; }));
-  // The busy job ends. The gang's pods are retried (a pod deletion may make room) and refused:
-  // pool b has three free nodes for four members.
+  // The busy job ends (after the pod above, so both watches see that pod first). The gang's pods
+  // are retried (a pod deletion may make room) and refused: pool b has three free nodes for four
+  // members.
   const int refused = emu->Record("default/big-0")->fit_errors;
   api.DeletePod("default", "block");
   ASSERT_TRUE(emu->WaitFor([&] {
@@ -110,6 +111,7 @@ TEST_F(QueueHoldEndToEnd, APodOfAnotherSchedulerOnHeldGpusIsNotPromisedToTheGang
   for (const std::string& p : big) {
     EXPECT_EQ(BoundNode(p), "") << p << " was bound while b1 ran another scheduler's pod";
   }
+  EXPECT_EQ(topogangd.Log().find("adopt-failed"), std::string::npos) << topogangd.LogTail(30);
   // The other pod ends: the gang starts in pool b, whole.
   api.DeletePod("default", "foreign");
   ASSERT_TRUE(WaitBound(big)) << topogangd.LogTail(30);
