@@ -96,6 +96,14 @@ struct GangLedgerOptions {
   // job barely notices.
   long slow_node_gang_gpus = 64;
   GangBarrier gang_barrier = GangBarrier::kAuto;
+  // A pod refused for lack of room whose previous such refusal is at least this old (clock
+  // time) is answered with a filter Error instead, once: kube-scheduler then tries it again
+  // after its backoff. Such a pod was woken by a cluster event (a job ended), and its filter may
+  // have reached topogangd before topogangd's own watch applied that event; a plain refusal on
+  // that stale view would park it in kube-scheduler's unschedulable pool until the next event,
+  // or 5 minutes. Must exceed podMaxBackoffSeconds (10 s), so that the retry itself, refused
+  // again, is a plain refusal and no pod loops. Zero: off.
+  absl::Duration wake_retry = absl::Seconds(30);
 };
 
 // Something worth telling users about, turned into a Kubernetes Event in cluster mode.
@@ -257,10 +265,13 @@ class GangLedger {
                                                  std::optional<std::string>* error);
   // Takes GPUs for a bound pod on its node, displacing reservations there if it must.
   absl::StatusOr<MemberPlacement> TakeBoundGpusLocked(const PodInfo& pod);
-  // Adopted gang: reserves GPUs next to the bound members for every missing member, or none; a
-  // member lost from a node takes a hot spare of that node's domain first (a SpareTaken notice
-  // per spare goes to `notices`, sent by the caller outside the lock).
+  // Adopted gang: reserves GPUs next to the bound members for every missing member, or none,
+  // inside the nodes kube-scheduler `offered` the pod at hand (a node it refused, cordoned in
+  // its view though not yet in ours, or outside the pod's selector, would refuse the pod for
+  // good); a member lost from a node takes a hot spare of that node's domain first (a SpareTaken
+  // notice per spare goes to `notices`, sent by the caller outside the lock).
   absl::Status ReserveMissingLocked(const std::string& id, Entry& e,
+                                    const std::vector<std::string>& offered,
                                     std::vector<GangNotice>* notices);
   // Adopted gang: gives back the reservations of members not bound (barrier or TTL expired, or
   // the cluster changed), keeping the bound ones running; drops the entry if none is left.
@@ -299,6 +310,10 @@ class GangLedger {
   // holding no slot): pod key -> gang, and gang -> its pods. When the last of them is deleted the
   // gang leaves the queue at once, instead of waiting there for its TTL.
   std::map<std::string, std::string> waiting_pod_;
+  // Pod key -> when its filter was last refused for lack of room (wake_retry).
+  absl::flat_hash_map<std::string, absl::Time> refused_at_;
+  // Records a refusal of `key` now; true when the one before is at least wake_retry old.
+  bool WokenLocked(const std::string& key, absl::Time now);
   std::map<std::string, std::set<std::string>> waiting_pods_;
   void NoteWaitingPodLocked(const std::string& gang, const std::string& key);
   void ForgetWaitingLocked(const std::string& gang);

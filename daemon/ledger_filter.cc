@@ -255,6 +255,13 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         std::optional<std::string> preempting;
         if (multi) preempting = PreemptLocked(spec, pod, offered, &fails, &notices);
         result = FailAll(preempting ? *preempting : reason, /*unresolvable=*/multi);
+        if (!preempting && absl::IsResourceExhausted(st) && WokenLocked(key, now)) {
+          // Woken by an event topogangd may not have seen yet: tried again after backoff.
+          result = ErrorResult(absl::StrCat(
+              GangLabel(spec, multi), " cannot be placed now: ", st.message(),
+              " (answered as an error once, so kube-scheduler tries again after its backoff in "
+              "case topogang had not yet seen the change that woke this pod)"));
+        }
         decided = true;
         if (multi) NoteWaitingPodLocked(id, key);
         if (!preempting)
@@ -310,7 +317,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
       // bound ones, all of them or none.
       auto p = by_pod_.find(key);
       if (p == by_pod_.end() || p->second.first != id) {
-        if (absl::Status st = ReserveMissingLocked(id, it->second, &notices); !st.ok()) {
+        if (absl::Status st = ReserveMissingLocked(id, it->second, offered, &notices); !st.ok()) {
           int bound = 0;
           for (const Member& m : it->second.slots) bound += m.bound ? 1 : 0;
           result =

@@ -349,4 +349,17 @@ void GangLedger::ForgetWaitingLocked(const std::string& gang) {
   waiting_pods_.erase(g);
 }
 
+bool GangLedger::WokenLocked(const std::string& key, absl::Time now) {
+  if (options_.wake_retry <= absl::ZeroDuration()) return false;
+  if (refused_at_.size() > 200000) {  // bounded: entries of pods deleted unseen would pile up
+    absl::erase_if(refused_at_,
+                   [&](const auto& e) { return now - e.second >= options_.wake_retry; });
+    if (refused_at_.size() > 200000) refused_at_.clear();
+  }
+  auto [it, first] = refused_at_.try_emplace(key, now);
+  const bool woken = !first && now - it->second >= options_.wake_retry;
+  it->second = now;
+  return woken;
+}
+
 }  // namespace topogang

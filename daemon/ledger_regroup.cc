@@ -142,6 +142,7 @@ std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
 }
 
 absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
+                                              const std::vector<std::string>& offered,
                                               std::vector<GangNotice>* notices) {
   std::vector<int> missing;
   std::vector<std::pair<std::string, std::string>> spares_taken;  // (spare, lost node)
@@ -150,6 +151,11 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
   absl::Status st = state_.WithSpares([&](GangScheduler& s, const SparePool& pool) -> absl::Status {
     const GangRecord* rec = s.Find(id);
     if (rec == nullptr) return absl::InternalError("the gang's running members are not recorded");
+    struct Unmask {  // the nodes not offered are hidden while the missing members are planned
+      GangScheduler& s;
+      std::vector<int> masked;
+      ~Unmask() { s.UnmaskNodes(masked); }
+    } hidden{s, s.MaskNodes(NodesNotOffered(s.cluster(), offered))};
     const auto& members = rec->placement.members;
     const int recorded = static_cast<int>(members.size());
     // Members lost from a running gang are empty slots of its record; members that never ran (a

@@ -167,8 +167,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
-           "locality_patience_seconds", "thin_side_patience_seconds", "spares",
-           "leader_election",
+           "locality_patience_seconds", "thin_side_patience_seconds", "wake_retry_seconds",
+           "spares", "leader_election",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
            "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
@@ -222,6 +222,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                       absl::ToInt64Seconds(c.extender.queue.thin_side_patience));
   if (!thin.ok()) return thin.status();
   c.extender.queue.thin_side_patience = absl::Seconds(*thin);
+  auto wake = YamlInt(d, "wake_retry_seconds", source, 0, 3600,
+                      absl::ToInt64Seconds(c.extender.wake_retry));
+  if (!wake.ok()) return wake.status();
+  c.extender.wake_retry = absl::Seconds(*wake);
   auto parallel = YamlInt(d, "bind_parallelism", source, 1, 256, c.extender.bind_parallelism);
   if (!parallel.ok()) return parallel.status();
   c.extender.bind_parallelism = static_cast<int>(*parallel);

@@ -45,6 +45,11 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   ASSERT_TRUE(now.ok()) << now.status();
   EXPECT_EQ(now->extender.queue.starvation_threshold, absl::ZeroDuration());
   EXPECT_FALSE(ParseDaemonConfig(YAML::Load("{starvation_threshold_seconds: -1}"), "x").ok());
+  EXPECT_EQ(now->extender.wake_retry, absl::Seconds(30));  // the default
+  auto wake = ParseDaemonConfig(YAML::Load("{wake_retry_seconds: 0}"), "x");
+  ASSERT_TRUE(wake.ok()) << wake.status();
+  EXPECT_EQ(wake->extender.wake_retry, absl::ZeroDuration());
+  EXPECT_FALSE(ParseDaemonConfig(YAML::Load("{wake_retry_seconds: 5000}"), "x").ok());
   auto h =
       ParseDaemonConfig(YAML::Load("{http_threads: 3, max_connections: 64, bind_parallelism: 32, "
                                    "gang_barrier: topogang}"),
