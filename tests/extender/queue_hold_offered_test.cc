@@ -24,15 +24,6 @@ std::vector<std::string> Nodes(int from, int to) {
   return out;
 }
 
-PodInfo Gone(const std::string& pod) {
-  PodInfo gone;
-  gone.name = pod;
-  gone.namespace_ = "default";
-  gone.uid = "uid-" + pod;
-  gone.phase = "Succeeded";
-  return gone;
-}
-
 // The nodes whose GPUs the queue holds for gang "big" now, by name.
 std::set<std::string> HeldForBig(t::ServiceFixture& f) {
   return f.state.With([](GangScheduler& s) {
@@ -102,7 +93,7 @@ void HoldsOnlyNodesItMayUse(bool other_pod_first) {
   }
   // The job on node 4 ends: the gang starts on rack-001, node 4 included (it was claimed
   // though never offered while full).
-  f.ledger.PodDeleted(Gone("a-0"));
+  f.ledger.PodDeleted(t::FinishedPod("a-0"));
   EXPECT_EQ(FilterBig(f, 4, "", rack1), std::set<std::string>(rack1.begin(), rack1.end()));
 }
 
@@ -144,7 +135,7 @@ TEST(QueueHoldOfferedTest, AStarvedGangHoldsNodesThatAreOnlyBusyNow) {
   ASSERT_NE(rack0_held, rack1_held) << "exactly one rack is held for the starved gang";
   // The job in the held rack ends: the gang starts there.
   const std::vector<std::string>& held = rack0_held ? rack0 : rack1;
-  f.ledger.PodDeleted(Gone("a" + held[0] + "-0"));
+  f.ledger.PodDeleted(t::FinishedPod("a" + held[0] + "-0"));
   std::vector<std::string> now_free = free;
   now_free.push_back(held[0]);
   EXPECT_EQ(FilterBig(f, 4, "rack", now_free), std::set<std::string>(held.begin(), held.end()));
@@ -174,7 +165,7 @@ TEST(QueueHoldOfferedTest, AHeldNodeTheGangIsNotOfferedLeavesItsHold) {
   // Starved, it holds in rack-001 and claims node 7, full and never offered (the fewest jobs).
   EXPECT_EQ(HeldForBig(f), std::set<std::string>(offered.begin(), offered.end()));
   // Node 7's job ends; another pod's filter runs the queue, and the hold takes node 7.
-  f.ledger.PodDeleted(Gone("y-0"));
+  f.ledger.PodDeleted(t::FinishedPod("y-0"));
   ASSERT_EQ(f.FilterOffered(t::MakePod(t::GangPod("p0", 1, 0, 8)), {rack0[0]}).node_names,
             std::vector<std::string>{rack0[0]});
   EXPECT_TRUE(HeldForBig(f).count(rack1[3]));
@@ -222,7 +213,7 @@ TEST(QueueHoldOfferedTest, APodBoundOutsideTopogangOnHeldGpusIsAdoptedAndTheHold
   EXPECT_EQ(HeldForBig(f), (std::set<std::string>{rack1[2], rack1[3]}));
   // Job a ends: rack-001 still has only three nodes for the gang (node 5 runs the foreign pod),
   // so it does not start there.
-  f.ledger.PodDeleted(Gone("a-0"));
+  f.ledger.PodDeleted(t::FinishedPod("a-0"));
   EXPECT_TRUE(
       f.FilterOffered(BigPod(4, 0, "rack"), {rack1[0], rack1[2], rack1[3]}).node_names.empty());
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());

@@ -23,18 +23,10 @@ using testing::ReadWire;
 using testing::TestCluster;
 
 using testing::ExpectCovers;
+using testing::FinishedPod;
 using Fixture = testing::ServiceFixture;
 
 constexpr auto kWait = std::chrono::seconds(20);
-
-PodInfo Gone(const std::string& name) {
-  PodInfo p;
-  p.name = name;
-  p.namespace_ = "default";
-  p.uid = "uid-" + name;
-  p.phase = "Succeeded";
-  return p;
-}
 
 TEST(ServiceTest, PodWithoutGpuOrGangPassesEveryNode) {
   Fixture f;
@@ -376,7 +368,7 @@ TEST(ServiceTest, StarvedLargeGangGetsGpusHeldAgainstSmallOnes) {
   std::string nc = f.FilterOne(c);
   auto bc = f.Bind(c, nc);
   ASSERT_EQ(bc.wait_for(kWait), std::future_status::ready);
-  f.ledger.PodDeleted(Gone("c-0"));
+  f.ledger.PodDeleted(FinishedPod("c-0"));
   // Past the threshold the big gang's GPUs are held: the next small gang is refused...
   f.clock.Advance(absl::Minutes(2));
   r = f.service.Filter(MakeArgs(b0, f.names));
@@ -385,7 +377,7 @@ TEST(ServiceTest, StarvedLargeGangGetsGpusHeldAgainstSmallOnes) {
   r = f.service.Filter(MakeArgs(d, f.names));
   EXPECT_TRUE(r.node_names.empty()) << "GPUs held for the starved gang are not offered";
   // ... and once the small running job ends, the big gang starts.
-  f.ledger.PodDeleted(Gone("a-0"));
+  f.ledger.PodDeleted(FinishedPod("a-0"));
   std::set<std::string> nodes;
   for (int i = 0; i < 4; ++i) nodes.insert(f.FilterOne(MakePod(GangPod("big", 4, i, 8))));
   EXPECT_EQ(nodes.size(), 4u);

@@ -41,23 +41,29 @@ class QueueHoldEndToEnd : public testing::EmulatedDaemonTest {
     StartAll("starvation_threshold_seconds: 0, hold_min_gpus: 16",
              [](EmulatorOptions& o) { o.queue.pod_max_in_unschedulable = absl::Seconds(10); });
   }
+  // The busy job on b0, then the 4 x 8 gang restricted to pool b, refused once (kube-scheduler
+  // offers it b1-b3: b0 is full). Returns the gang's pods.
+  std::vector<std::string> BlockAndQueueTheGang() {
+    api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
+    EXPECT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
+    EXPECT_EQ(BoundNode("block"), "b0");
+    std::vector<std::string> big;
+    for (int m = 0; m < 4; ++m) {
+      big.push_back(absl::StrCat("big-", m));
+      api.PutPod(GangPod(big.back(), "big", 4, 8, Json{{"nodeSelector", {{"pool", "b"}}}}));
+    }
+    EXPECT_TRUE(emu->WaitFor([&] {
+      auto r = emu->Record("default/big-0");
+      return r && r->fit_errors > 0;
+    })) << "the gang's first pod was never refused";
+    return big;
+  }
   std::set<std::string> pool_a, pool_b;
 };
 
 TEST_F(QueueHoldEndToEnd, AGangWithANodeSelectorIsHeldGpusOnlyWhereItMayRun) {
-  api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
-  ASSERT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
-  ASSERT_EQ(BoundNode("block"), "b0");
-  // The gang: pool b only. kube-scheduler offers its pods b1-b3 (b0 is full): it waits.
-  std::vector<std::string> big;
-  for (int m = 0; m < 4; ++m) {
-    big.push_back(absl::StrCat("big-", m));
-    api.PutPod(GangPod(big.back(), "big", 4, 8, Json{{"nodeSelector", {{"pool", "b"}}}}));
-  }
-  ASSERT_TRUE(emu->WaitFor([&] {
-    auto r = emu->Record("default/big-0");
-    return r && r->fit_errors > 0;
-  })) << "the gang's first pod was never refused";
+  const std::vector<std::string> big = BlockAndQueueTheGang();
+  if (HasFailure()) return;
   // Four single-node jobs with no constraint: pool b's free nodes are held for the gang, so all
   // four run in pool a.
   std::vector<std::string> small;
@@ -84,17 +90,8 @@ TEST_F(QueueHoldEndToEnd, AGangWithANodeSelectorIsHeldGpusOnlyWhereItMayRun) {
 // gang waits while the pod runs (kube-scheduler no longer offers that node) and starts once the
 // pod is gone.
 TEST_F(QueueHoldEndToEnd, APodOfAnotherSchedulerOnHeldGpusIsAdoptedAndTheGangWaitsForIt) {
-  api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
-  ASSERT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
-  std::vector<std::string> big;
-  for (int m = 0; m < 4; ++m) {
-    big.push_back(absl::StrCat("big-", m));
-    api.PutPod(GangPod(big.back(), "big", 4, 8, Json{{"nodeSelector", {{"pool", "b"}}}}));
-  }
-  ASSERT_TRUE(emu->WaitFor([&] {
-    auto r = emu->Record("default/big-0");
-    return r && r->fit_errors > 0;
-  })) << "the gang's first pod was never refused";
+  const std::vector<std::string> big = BlockAndQueueTheGang();
+  if (HasFailure()) return;
   // Bound by another scheduler onto b1, held for the gang.
   Json foreign = GangPod("foreign", "", 1, 8, Json{{"nodeName", "b1"}}, "default-scheduler");
   foreign["status"]["phase"] = "Running";

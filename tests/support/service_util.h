@@ -8,6 +8,7 @@
 #include "common/json_util.h"
 #include "daemon/daemon_state.h"
 #include "extender/extender_service.h"
+#include "k8s/pod_info.h"
 
 namespace topogang::testing {
 
@@ -21,6 +22,16 @@ inline std::future<std::string> BindPod(ExtenderService& service, const Json& po
       {pod["metadata"]["name"], pod["metadata"]["namespace"], pod["metadata"]["uid"], node},
       [p](const ExtenderBindingResult& r) { p->set_value(r.error); });
   return f;
+}
+
+// What the watch reports for a pod (namespace default, uid "uid-<name>") that has finished.
+inline PodInfo FinishedPod(const std::string& name) {
+  PodInfo p;
+  p.name = name;
+  p.namespace_ = "default";
+  p.uid = "uid-" + name;
+  p.phase = "Succeeded";
+  return p;
 }
 
 // GPUs not free (allocated or unhealthy) in the model.
