@@ -310,13 +310,13 @@ class GangLedger {
   // holding no slot): pod key -> gang, and gang -> its pods. When the last of them is deleted the
   // gang leaves the queue at once, instead of waiting there for its TTL.
   std::map<std::string, std::string> waiting_pod_;
+  std::map<std::string, std::set<std::string>> waiting_pods_;
+  void NoteWaitingPodLocked(const std::string& gang, const std::string& key);
+  void ForgetWaitingLocked(const std::string& gang);
   // Pod key -> when its filter was last refused for lack of room (wake_retry).
   absl::flat_hash_map<std::string, absl::Time> refused_at_;
   // Records a refusal of `key` now; true when the one before is at least wake_retry old.
   bool WokenLocked(const std::string& key, absl::Time now);
-  std::map<std::string, std::set<std::string>> waiting_pods_;
-  void NoteWaitingPodLocked(const std::string& gang, const std::string& key);
-  void ForgetWaitingLocked(const std::string& gang);
   GangQueue::NodeExclusion ExclusionLocked() const {
     return [this](const GangSpec& g) { return ExcludedFor(g); };
   }
