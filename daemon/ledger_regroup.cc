@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "daemon/gang_ledger.h"
 #include "daemon/ledger_util.h"
+#include "scheduler/node_mask.h"
 #include "scheduler/replacement.h"
 
 namespace topogang {
@@ -151,11 +152,8 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
   absl::Status st = state_.WithSpares([&](GangScheduler& s, const SparePool& pool) -> absl::Status {
     const GangRecord* rec = s.Find(id);
     if (rec == nullptr) return absl::InternalError("the gang's running members are not recorded");
-    struct Unmask {  // the nodes not offered are hidden while the missing members are planned
-      GangScheduler& s;
-      std::vector<int> masked;
-      ~Unmask() { s.UnmaskNodes(masked); }
-    } hidden{s, s.MaskNodes(NodesNotOffered(s.cluster(), offered))};
+    // The nodes not offered are hidden while the missing members are planned.
+    NodeMask hidden(s, NodesNotOffered(s.cluster(), offered));
     const auto& members = rec->placement.members;
     const int recorded = static_cast<int>(members.size());
     // Members lost from a running gang are empty slots of its record; members that never ran (a

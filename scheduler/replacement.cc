@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "scheduler/node_mask.h"
 #include "scheduler/planner.h"
 
 namespace topogang {
@@ -37,19 +38,6 @@ class Holds {
   GangScheduler& s_;
   bool ok_ = false;
   int count_ = 0;
-};
-
-// Hides nodes from planning for its lifetime (SpareMask without a pool).
-class Masked {
- public:
-  Masked(GangScheduler& s, const std::vector<int>& nodes) : s_(s), masked_(s.MaskNodes(nodes)) {}
-  ~Masked() { s_.UnmaskNodes(masked_); }
-  Masked(const Masked&) = delete;
-  Masked& operator=(const Masked&) = delete;
-
- private:
-  GangScheduler& s_;
-  std::vector<int> masked_;
 };
 
 // Distinct ancestors at `level` of `nodes`, the one holding most of them first.
@@ -177,7 +165,7 @@ absl::StatusOr<std::vector<MemberPlacement>> ProposeReplacement(GangScheduler& s
   }
 
   // 2. Ordinary free GPUs, spares hidden.
-  Masked masked(sched, pool ? pool->nodes() : std::vector<int>{});
+  NodeMask masked(sched, pool ? pool->nodes() : std::vector<int>{});
   const Planner planner = sched.planner();
   const auto place = [&](const GangSpec& s, const std::vector<int>& idx,
                          std::span<const int> near) -> absl::Status {

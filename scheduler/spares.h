@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "scheduler/gang_scheduler.h"
+#include "scheduler/node_mask.h"
 #include "scheduler/placement.h"
 #include "topology/cluster.h"
 
@@ -50,15 +51,10 @@ class SparePool {
 // caller's hold on the scheduler, and health changes must not be applied while it is alive.
 class SpareMask {
  public:
-  SpareMask(GangScheduler& sched, const SparePool& pool)
-      : sched_(sched), masked_(sched.MaskNodes(pool.nodes())) {}
-  ~SpareMask() { sched_.UnmaskNodes(masked_); }
-  SpareMask(const SpareMask&) = delete;
-  SpareMask& operator=(const SpareMask&) = delete;
+  SpareMask(GangScheduler& sched, const SparePool& pool) : mask_(sched, pool.nodes()) {}
 
  private:
-  GangScheduler& sched_;
-  std::vector<int> masked_;
+  NodeMask mask_;
 };
 
 // Where the `lost` members (ordinals) of running gang `gang` could go: for each, a spare in the
