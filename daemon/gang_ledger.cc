@@ -232,4 +232,14 @@ GangLedger::Stats GangLedger::GetStats() const {
   return s;
 }
 
+std::map<std::string, absl::Time> GangLedger::QueueArrivals() const {
+  const absl::Time now = state_.clock().Now();
+  return state_.With([&](GangScheduler&) { return admission_->Arrivals(now); });
+}
+
+void GangLedger::SeedQueue(const std::map<std::string, absl::Time>& arrivals) {
+  const absl::Time now = state_.clock().Now();
+  state_.With([&](GangScheduler&) { admission_->Seed(arrivals, now); });
+}
+
 }  // namespace topogang

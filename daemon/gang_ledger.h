@@ -41,9 +41,9 @@
 #include "k8s/gang_conventions.h"
 #include "k8s/gang_labels.h"
 #include "k8s/pod_info.h"
-#include "scheduler/admission.h"
 #include "scheduler/elastic.h"
 #include "scheduler/preemption.h"
+#include "scheduler/queue_admission.h"
 
 namespace topogang {
 
@@ -189,6 +189,11 @@ class GangLedger {
   void SetBindingAllowed(bool allowed, const std::string& why = "");
   // Fails every held bind now (shutdown: the HTTP server must answer them before it closes).
   void FailHeldBinds(const std::string& why);
+  // Queue seniority across restarts and failovers (kube/queue_journal.h keeps it): the arrival
+  // of every gang waiting in the admission queue, and seeding an earlier leader's record. Seed
+  // before serving (Admission::Seed).
+  std::map<std::string, absl::Time> QueueArrivals() const;
+  void SeedQueue(const std::map<std::string, absl::Time>& arrivals);
 
   struct Stats {
     int reserved_gangs = 0;

@@ -2,7 +2,7 @@
 // gang is placed as if the tier were preferred (Slurm's --switches=N@max-time).
 #include <gtest/gtest.h>
 
-#include "scheduler/admission.h"
+#include "scheduler/queue_admission.h"
 #include "scheduler/queue_policy.h"
 #include "scheduler/tier_lapse.h"
 #include "tests/scheduler/queue_test_util.h"

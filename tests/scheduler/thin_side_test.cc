@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/admission.h"
+#include "scheduler/queue_admission.h"
 #include "scheduler/placement.h"
 #include "scheduler/queue_policy.h"
 #include "tests/scheduler/queue_test_util.h"

@@ -1,0 +1,112 @@
+#include "scheduler/queue_admission.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/tier_lapse.h"
+
+namespace topogang {
+
+std::pair<absl::Time, bool> QueueAdmission::ArrivalOf(const std::string& gang, absl::Time now) {
+  auto [it, fresh] = arrived_.try_emplace(gang, Arrival{now, now, false});
+  Arrival& a = it->second;
+  if (!fresh) {
+    a.at = std::min(a.at, now);  // never a future arrival
+    a.last_asked = now;
+    a.seeded = false;
+  }
+  return {a.at, fresh};
+}
+
+void QueueAdmission::ExpireArrivals(absl::Time now) {
+  if (now - expired_at_ < kExpiryPeriod) return;
+  expired_at_ = now;
+  for (auto it = arrived_.begin(); it != arrived_.end();) {
+    const absl::Duration quiet = now - it->second.last_asked;
+    const bool gone = it->second.seeded ? quiet > stale_after_ : quiet > kForgetAfter;
+    it = gone && !queue_.Contains(it->first) ? arrived_.erase(it) : std::next(it);
+  }
+}
+
+absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
+    GangScheduler& sched, const GangSpec& gang, absl::Time now,
+    const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude) {
+  last_seen_[gang.name] = now;
+  for (auto it = last_seen_.begin(); it != last_seen_.end();) {
+    if (now - it->second > stale_after_) {
+      queue_.Remove(sched, it->first);
+      it = last_seen_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  ExpireArrivals(now);
+  const auto [arrival, first_ask] = ArrivalOf(gang.name, now);
+  // Started earlier by the queue on behalf of an earlier filter of this gang.
+  if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
+    last_seen_.erase(gang.name);
+    return r;
+  }
+  if (!queue_.Contains(gang.name)) {
+    if (absl::Status s = queue_.Enqueue(gang, arrival); !s.ok()) return s;
+  }
+  queue_.Schedule(sched, now, exclude, hold_exclude);
+  if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
+    last_seen_.erase(gang.name);
+    // Started at its first request: it never waited, and most gangs are such, so nothing is
+    // kept for it (a re-plan later queues it from then).
+    if (first_ask) arrived_.erase(gang.name);
+    return r;
+  }
+  const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(gang)) : std::vector<int>{};
+  auto dry = sched.DryRun(gang);
+  sched.UnmaskNodes(masked);
+  if (!dry.ok()) {
+    if (dry.status().code() != absl::StatusCode::kResourceExhausted) {
+      queue_.Remove(sched, gang.name);  // it can never start: say why, do not keep it queued
+      last_seen_.erase(gang.name);
+    }
+    return dry.status();
+  }
+  if (const GangQueue::Entry* e = queue_.Find(gang.name); e && !e->declined.empty()) {
+    return absl::ResourceExhaustedError(e->declined);
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("waiting in the gang queue behind earlier or higher-priority gangs (",
+                   queue_.size(), " waiting)"));
+}
+
+void QueueAdmission::Forget(GangScheduler& sched, const std::string& gang) {
+  queue_.Remove(sched, gang);
+  last_seen_.erase(gang);
+  arrived_.erase(gang);
+}
+
+GangSpec QueueAdmission::Effective(const GangScheduler& sched, const GangSpec& gang,
+                                   absl::Time now) {
+  auto it = arrived_.find(gang.name);
+  if (it == arrived_.end() || it->second.seeded ||
+      !TierLapsed(sched.cluster(), gang, now - it->second.at)) {
+    return gang;
+  }
+  return LapseRequiredTier(sched.cluster(), gang);
+}
+
+std::map<std::string, absl::Time> QueueAdmission::Arrivals(absl::Time now) const {
+  std::map<std::string, absl::Time> out;
+  for (const auto& [name, a] : arrived_) {
+    if (a.seeded && now - a.last_asked <= stale_after_) out[name] = a.at;
+  }
+  for (const GangQueue::Entry& e : queue_.waiting()) out[e.spec.name] = e.enqueued;
+  return out;
+}
+
+void QueueAdmission::Seed(const std::map<std::string, absl::Time>& arrivals, absl::Time now) {
+  for (const auto& [name, t] : arrivals) {
+    if (arrived_.contains(name)) continue;  // this leader has seen it ask: it keeps what it has
+    arrived_[name] = Arrival{std::min(t, now), now, true};
+  }
+}
+
+}  // namespace topogang
