@@ -322,8 +322,16 @@ class GangLedger {
   absl::flat_hash_map<std::string, absl::Time> refused_at_;
   // Records a refusal of `key` now; true when the one before is at least wake_retry old.
   bool WokenLocked(const std::string& key, absl::Time now);
-  GangQueue::NodeExclusion ExclusionLocked() const {
-    return [this](const GangSpec& g) { return ExcludedFor(g); };
+  // Planning exclusion for a queue pass run by `current`'s filter. `current` is planned inside
+  // what its pod was offered just now. Any other waiting gang the pass may start is planned
+  // without only the nodes it may never use (hold_excluded_): what it was not offered at its
+  // last filter includes nodes that were merely full then, and a node that has freed since is
+  // one it can take. Otherwise whichever gang asks first once a node frees takes it, whatever
+  // the queue's order.
+  GangQueue::NodeExclusion ExclusionLocked(const std::string& current) const {
+    return [this, current](const GangSpec& g) {
+      return g.name == current ? ExcludedFor(g) : ExcludedFor(g, hold_excluded_);
+    };
   }
   GangQueue::NodeExclusion HoldExclusionLocked() const {
     return [this](const GangSpec& g) { return ExcludedFor(g, hold_excluded_); };

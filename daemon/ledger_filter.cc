@@ -217,7 +217,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
             hold_ex.push_back(n);
           }
           absl::Status admitted =
-              admission_->Admit(s, spec, now, ExclusionLocked(), HoldExclusionLocked()).status();
+              admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked()).status();
           if (elastic_min > 0 && absl::IsResourceExhausted(admitted) &&
               StartElasticLocked(s, spec, elastic_min, now).ok()) {
             admission_->Forget(s, id);  // started smaller: it no longer waits in the queue
@@ -227,7 +227,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           return admitted;
         }
         if (!avoid->empty()) excluded_[id] = hold_excluded_[id] = NodeIndexes(s.cluster(), *avoid);
-        auto r = admission_->Admit(s, spec, now, ExclusionLocked(), HoldExclusionLocked());
+        auto r = admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked());
         excluded_.erase(id);  // a gang of one is planned once; nothing to keep
         hold_excluded_.erase(id);
         if (!r.ok()) return r.status();

@@ -296,7 +296,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
       absl::Time now = state_.clock().Now();
       const GangSpec& spec = e.spec;  // a structured binding cannot be captured (clang)
       absl::Status st = state_.Plan([&](GangScheduler& s) {
-        return admission_->Admit(s, spec, now, ExclusionLocked(), HoldExclusionLocked()).status();
+        return admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked()).status();
       });
       if (!st.ok()) {
         for (Member& m : e.slots) {

@@ -162,17 +162,30 @@ TEST(QueueHoldOfferedTest, AHeldNodeTheGangIsNotOfferedLeavesItsHold) {
   EXPECT_TRUE(f.FilterOffered(BigPod(3, 0, "rack"), offered).node_names.empty());
   f.clock.Advance(absl::Minutes(2));
   EXPECT_TRUE(f.FilterOffered(BigPod(3, 0, "rack"), offered).node_names.empty());
-  // Starved, it holds in rack-001 and claims node 7, full and never offered (the fewest jobs).
+  // Starved, it holds in rack-001 and claims node 7, full and never offered (the fewest jobs);
+  // only nodes 5 and 6 have GPUs to hold yet.
   EXPECT_EQ(HeldForBig(f), std::set<std::string>(offered.begin(), offered.end()));
-  // Node 7's job ends; another pod's filter runs the queue, and the hold takes node 7.
+  // Node 7's job ends; another pod's filter runs the queue. Node 7 was only full at the gang's
+  // last filter as far as topogang can tell, so the queue starts the gang on nodes 5-7.
   f.ledger.PodDeleted(t::FinishedPod("y-0"));
   ASSERT_EQ(f.FilterOffered(t::MakePod(t::GangPod("p0", 1, 0, 8)), {rack0[0]}).node_names,
             std::vector<std::string>{rack0[0]});
-  EXPECT_TRUE(HeldForBig(f).count(rack1[3]));
-  // The gang's next filter is not offered node 7 though its GPUs are free to kube-scheduler
-  // (held, requested by no pod): the gang may never use it, and its hold lets it go.
+  EXPECT_EQ(f.state.With([&](GangScheduler& s) {
+    const GangRecord* r = s.Find("default/big");
+    return r && r->state == GangState::kReserved ? r->placement.Nodes() : std::vector<int>{};
+  }),
+            (std::vector<int>{5, 6, 7}));
+  // The gang's pods are not offered node 7 though its GPUs are free to kube-scheduler: the
+  // member whose slot is there is refused, and the gang is planned again inside what it was
+  // offered. It does not fit, and waits again with its seniority: starved, it holds at once, on
+  // nodes 5 and 6 but no longer on node 7, which it was refused with room.
+  EXPECT_EQ(f.FilterOffered(BigPod(3, 0, "rack"), offered).node_names,
+            std::vector<std::string>{rack1[1]});
+  EXPECT_EQ(f.FilterOffered(BigPod(3, 1, "rack"), offered).node_names,
+            std::vector<std::string>{rack1[2]});
+  EXPECT_TRUE(f.FilterOffered(BigPod(3, 2, "rack"), offered).node_names.empty());
   EXPECT_TRUE(f.FilterOffered(BigPod(3, 0, "rack"), offered).node_names.empty());
-  EXPECT_FALSE(HeldForBig(f).count(rack1[3]));
+  EXPECT_EQ(HeldForBig(f), std::set<std::string>(offered.begin(), offered.end()));
   EXPECT_EQ(f.FilterOffered(t::MakePod(t::GangPod("p7", 1, 0, 8)), {rack1[3]}).node_names,
             std::vector<std::string>{rack1[3]});
 }
