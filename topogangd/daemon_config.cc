@@ -56,6 +56,37 @@ absl::StatusOr<LeaderElectionConfig> ParseLeaderElection(const YAML::Node& n,
   return c;
 }
 
+absl::StatusOr<QueueJournalConfig> ParseQueueJournal(const YAML::Node& n,
+                                                     absl::string_view source) {
+  QueueJournalConfig c;
+  if (!n.IsDefined() || n.IsNull()) return c;
+  if (!n.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n), ": daemon.queue_journal: expected a mapping"));
+  }
+  if (absl::Status s =
+          YamlCheckKeys(n, source, {"enabled", "configmap", "period_ms"}, "daemon.queue_journal");
+      !s.ok()) {
+    return s;
+  }
+  auto e = YamlBool(n, "enabled", source, c.enabled);
+  if (!e.ok()) return e.status();
+  c.enabled = *e;
+  auto name = YamlString(n, "configmap", source, c.configmap);
+  if (!name.ok()) return name.status();
+  if (!IsDnsName(*name, true, 253)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n["configmap"]), ": daemon.queue_journal: configmap \"",
+                     *name, "\" is not a DNS subdomain (lowercase letters, digits, '-', '.')"));
+  }
+  c.configmap = *name;
+  // At least a second: each write is one API request; at most an hour of seniority at risk.
+  auto period = YamlInt(n, "period_ms", source, 1000, 3600000, c.period_ms);
+  if (!period.ok()) return period.status();
+  c.period_ms = *period;
+  return c;
+}
+
 // `daemon.tls`: both files or neither; a client CA only with them.
 absl::Status ParseTls(const YAML::Node& n, absl::string_view source, HttpTransportOptions& t) {
   if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
@@ -168,7 +199,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
            "locality_patience_seconds", "thin_side_patience_seconds", "wake_retry_seconds",
-           "spares", "leader_election",
+           "spares", "leader_election", "queue_journal",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
            "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
@@ -299,6 +330,9 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto le = ParseLeaderElection(d["leader_election"], source);
   if (!le.ok()) return le.status();
   c.leader_election = *le;
+  auto qj = ParseQueueJournal(d["queue_journal"], source);
+  if (!qj.ok()) return qj.status();
+  c.queue_journal = *qj;
   if (c.extender.gpu_resource.empty() || c.http.filter_verb.empty() || c.http.bind_verb.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(source, ": daemon: verbs and gpu_resource must not be empty"));

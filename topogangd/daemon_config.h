@@ -28,6 +28,10 @@
 //       enabled: true              # default: true in cluster mode, false standalone
 //       lease_name: topogangd      lease_namespace: <pod's namespace, else kube-system>
 //       lease_duration_ms: 15000   renew_deadline_ms: 10000   retry_period_ms: 2000
+//     queue_journal:               # cluster mode: queue seniority kept across restarts
+//       enabled: true              # default: true in cluster mode (standalone: nothing to keep)
+//       configmap: topogangd-queue # in the lease namespace
+//       period_ms: 10000           # written this often when it changed, and at shutdown
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -55,11 +59,19 @@ struct LeaderElectionConfig {
   int64_t retry_period_ms = 2000;
 };
 
+// The ConfigMap that keeps each waiting gang's arrival (kube/queue_journal.h).
+struct QueueJournalConfig {
+  bool enabled = true;
+  std::string configmap = "topogangd-queue";  // a DNS subdomain
+  int64_t period_ms = 10000;
+};
+
 struct DaemonConfig {
   HttpServerOptions http;
   HttpTransportOptions transport;  // TLS, timeouts, in-flight bytes, health port
   GangLedgerOptions extender;
   LeaderElectionConfig leader_election;
+  QueueJournalConfig queue_journal;
   SlownessOptions slowness;  // the agents' slowness signals (DaemonState::slow_nodes)
   // daemon.spares (tier, per_domain); the tier is checked against the model when it is known.
   SpareOptions spares;

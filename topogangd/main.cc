@@ -45,6 +45,7 @@
 #include "kube/kube_sync.h"
 #include "kube/leader_election.h"
 #include "kube/node_drain_writer.h"
+#include "kube/queue_journal.h"
 #include "scheduler/spares.h"
 #include "topogangd/daemon_config.h"
 #include "topogangd/kube_reviewers.h"
@@ -300,20 +301,50 @@ int Main(int argc, char** argv) {
       update_ready();
     });
   }
+  const std::string lease_namespace = election.lease_namespace.empty()
+                                          ? DefaultLeaseNamespace(kServiceAccountDir)
+                                          : election.lease_namespace;
+  // Queue seniority across restarts and failovers (kube/queue_journal.h). Declared after the
+  // ledger, whose arrivals its thread reads, so it stops first.
+  std::unique_ptr<QueueJournal> journal;
+  if (kube && daemon.queue_journal.enabled) {
+    QueueJournalOptions jo;
+    jo.name_space = lease_namespace;
+    jo.name = daemon.queue_journal.configmap;
+    jo.period = absl::Milliseconds(daemon.queue_journal.period_ms);
+    // Its own client with a short timeout: the read runs before this replica serves.
+    journal =
+        std::make_unique<QueueJournal>(std::make_shared<KubeClient>(kube_config, absl::Seconds(3)),
+                                       jo, [&ledger] { return ledger.QueueArrivals(); });
+  }
+  // Before serving: gangs an earlier leader had queued keep their arrival.
+  auto resume_queue = [&] {
+    if (!journal) return;
+    auto seed = journal->Load();
+    if (seed.ok()) {
+      ledger.SeedQueue(*seed);
+      std::cerr << "topogangd: queue journal " << lease_namespace << "/"
+                << daemon.queue_journal.configmap << ": " << seed->size()
+                << " waiting gangs keep their arrival" << std::endl;
+    } else {
+      std::cerr << "topogangd: " << seed.status().message()
+                << "; waiting gangs queue from their next filter" << std::endl;
+    }
+    journal->Start();
+  };
   SteadyClock election_clock;  // deadlines must not jump with the wall clock
   std::unique_ptr<LeaderElector> elector;
   if (elect) {
     LeaderElectorOptions eo;
     eo.lease_name = election.lease_name;
-    eo.lease_namespace = election.lease_namespace.empty()
-                             ? DefaultLeaseNamespace(kServiceAccountDir)
-                             : election.lease_namespace;
+    eo.lease_namespace = lease_namespace;
     eo.identity = MakeLeaderIdentity();
     eo.lease_duration = absl::Milliseconds(election.lease_duration_ms);
     eo.renew_deadline = absl::Milliseconds(election.renew_deadline_ms);
     eo.retry_period = absl::Milliseconds(election.retry_period_ms);
     LeaderCallbacks cb;
     cb.on_started_leading = [&] {
+      resume_queue();
       leading = true;
       update_ready();
     };
@@ -327,6 +358,7 @@ int Main(int argc, char** argv) {
       // clean restart (Deployment) rejoins as a standby that relists from the API server,
       // instead of trying to reconcile a half-stale state in place.
       ledger.SetBindingAllowed(false, absl::StrCat("topogangd lost leadership: ", why.message()));
+      if (journal) journal->Abandon();  // the new leader owns the record now
       ledger.FailHeldBinds(absl::StrCat("topogangd lost leadership: ", why.message()));
       {
         std::lock_guard<std::mutex> l(lost_mu);
@@ -345,6 +377,7 @@ int Main(int argc, char** argv) {
         std::make_shared<KubeClient>(kube_config, eo.renew_deadline), eo, std::move(cb),
         election_clock);
   }
+  if (!elector) resume_queue();
   if (absl::Status s = server.Start(); !s.ok()) return Fail(std::string(s.message()));
   if (groups) {
     // Before the pod list, so bound pods of JobSets etc. are regrouped into their gangs.
@@ -400,6 +433,7 @@ int Main(int argc, char** argv) {
   if (groups) groups->Stop();
   if (grpc_server) grpc_server->Shutdown();
   server.Stop();
+  if (journal && !lost) journal->Stop();  // the last arrivals, before the lease is released
   if (elector) elector->Stop();  // a leader releases the lease: the standby takes over at once
   state->Shutdown();
   return lost ? 1 : 0;

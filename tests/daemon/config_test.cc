@@ -4,6 +4,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "config/config_file.h"
@@ -186,6 +188,37 @@ TEST(DaemonConfigTest, LeaderElection) {
   }
 }
 
+TEST(DaemonConfigTest, QueueJournal) {
+  auto d = ParseDaemonConfig(YAML::Node(), "x");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->queue_journal.enabled);
+  EXPECT_EQ(d->queue_journal.configmap, "topogangd-queue");
+  EXPECT_EQ(d->queue_journal.period_ms, 10000);
+  auto c = ParseDaemonConfig(
+      YAML::Load("{queue_journal: {enabled: false, configmap: gang.queue, period_ms: 1000}}"), "x");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->queue_journal.enabled);
+  EXPECT_EQ(c->queue_journal.configmap, "gang.queue");
+  EXPECT_EQ(c->queue_journal.period_ms, 1000);
+  const std::pair<const char*, const char*> bad[] = {
+      {"{queue_journal: {period_ms: 999}}", "period_ms"},
+      {"{queue_journal: {period_ms: 3600001}}", "period_ms"},
+      {"{queue_journal: {period_ms: often}}", "period_ms"},
+      {"{queue_journal: {enabled: maybe}}", "enabled"},
+      {"{queue_journal: {configmap: Bad_Name}}", "DNS subdomain"},
+      {"{queue_journal: {configmap: ''}}", "DNS subdomain"},
+      {"{queue_journal: {configmap: a/b}}", "DNS subdomain"},
+      {"{queue_journal: {name: x}}", "name"},
+      {"{queue_journal: 5}", "expected a mapping"},
+  };
+  for (const auto& [yaml, want] : bad) {
+    auto r = ParseDaemonConfig(YAML::Load(yaml), "cfg.yaml");
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << yaml << ": " << r.status();
+    EXPECT_NE(r.status().message().find("cfg.yaml"), std::string::npos) << r.status();
+  }
+}
+
 TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
   std::vector<YAML::Node> docs = YAML::LoadAll(Source("deploy/topogangd.yaml"));
   ASSERT_FALSE(docs.empty());
@@ -256,31 +289,41 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
                                            "tokenreviews:create",
                                            "subjectaccessreviews:create"}));
 
-  // Leader election: a namespaced Role on the daemon's Lease only, bound to its account.
+  // Leader election and the queue journal: namespaced Roles on the daemon's Lease and its
+  // ConfigMap only, each bound to its account.
   const LeaderElectionConfig& le = d->leader_election;
   EXPECT_EQ(le.enabled, true);
-  std::set<std::string> lease_grants;
-  bool bound = false;
+  EXPECT_TRUE(d->queue_journal.enabled);
+  std::map<std::string, std::set<std::string>> role_grants;  // Role -> "group/resource/name:verb"
+  std::set<std::string> bound;
   for (const YAML::Node& doc : rbac) {
     const std::string kind = doc["kind"].as<std::string>();
-    if (kind == "RoleBinding") {
-      bound = doc["metadata"]["namespace"].as<std::string>() == le.lease_namespace &&
-              doc["roleRef"]["name"].as<std::string>() == "topogangd-leader-election" &&
-              doc["subjects"][0]["name"].as<std::string>() == "topogangd";
+    if (kind == "RoleBinding" &&
+        doc["metadata"]["namespace"].as<std::string>() == le.lease_namespace &&
+        doc["subjects"][0]["name"].as<std::string>() == "topogangd") {
+      bound.insert(doc["roleRef"]["name"].as<std::string>());
     }
     if (kind != "Role") continue;
     EXPECT_EQ(doc["metadata"]["namespace"].as<std::string>(), le.lease_namespace);
     for (const YAML::Node& rule : doc["rules"]) {
-      EXPECT_EQ(rule["apiGroups"][0].as<std::string>(), "coordination.k8s.io");
-      EXPECT_EQ(rule["resources"][0].as<std::string>(), "leases");
       std::string names = rule["resourceNames"] ? rule["resourceNames"][0].as<std::string>() : "*";
-      for (const YAML::Node& v : rule["verbs"])
-        lease_grants.insert(names + ":" + v.as<std::string>());
+      for (const YAML::Node& v : rule["verbs"]) {
+        role_grants[doc["metadata"]["name"].as<std::string>()].insert(
+            rule["apiGroups"][0].as<std::string>() + "/" + rule["resources"][0].as<std::string>() +
+            "/" + names + ":" + v.as<std::string>());
+      }
     }
   }
-  EXPECT_TRUE(bound);
-  EXPECT_EQ(lease_grants,
-            (std::set<std::string>{"*:create", le.lease_name + ":get", le.lease_name + ":update"}));
+  EXPECT_EQ(bound, (std::set<std::string>{"topogangd-leader-election", "topogangd-queue-journal"}));
+  const std::string lease = "coordination.k8s.io/leases/";
+  EXPECT_EQ(role_grants["topogangd-leader-election"],
+            (std::set<std::string>{lease + "*:create", lease + le.lease_name + ":get",
+                                   lease + le.lease_name + ":update"}));
+  const std::string cm = "/configmaps/";
+  EXPECT_EQ(role_grants["topogangd-queue-journal"],
+            (std::set<std::string>{cm + "*:create", cm + d->queue_journal.configmap + ":get",
+                                   cm + d->queue_journal.configmap + ":update"}));
+  EXPECT_EQ(role_grants.size(), 2u) << "no other Role";
   // Two replicas (leader + warm standby) that know their pod name, spread over nodes.
   YAML::Node deploy;
   for (const YAML::Node& doc : docs) {

@@ -1,6 +1,7 @@
 // Two real topogangd replicas in cluster mode against the fake API server: only the leader is
 // ready; SIGTERM on the leader releases the lease (exit 0) and the standby becomes ready well
-// within the lease duration; a leader cut off from the API server exits 1.
+// within the lease duration; a leader cut off from the API server exits 1; the queue's
+// seniority survives the handover.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -40,6 +41,23 @@ std::string FilterError(int port, const std::string& body) {
   try {
     auto r = client.request(web::http::methods::POST, "/filter", body, "application/json").get();
     return Json::parse(r.extract_utf8string(true).get()).value("Error", "<no Error field>");
+  } catch (const std::exception& e) {
+    return absl::StrCat("<request failed: ", e.what(), ">");
+  }
+}
+
+// The nodes a filter reply passed, comma-separated; the Error text when it has one.
+std::string FilterPassed(int port, const std::string& body) {
+  web::http::client::http_client client(absl::StrCat("http://127.0.0.1:", port));
+  try {
+    auto r = client.request(web::http::methods::POST, "/filter", body, "application/json").get();
+    Json reply = Json::parse(r.extract_utf8string(true).get());
+    if (!reply.value("Error", "").empty()) return "error: " + reply.value("Error", "");
+    std::string out;
+    for (const Json& n : reply.value("NodeNames", Json::array())) {
+      out += (out.empty() ? "" : ",") + n.get<std::string>();
+    }
+    return out;
   } catch (const std::exception& e) {
     return absl::StrCat("<request failed: ", e.what(), ">");
   }
@@ -172,6 +190,54 @@ TEST_F(Replicas, OnlyTheLeaderIsReadyReleaseHandsOverLossExits1) {
   api_.SetLeaseOutage(FakeApiServer::Outage::kError, "token-replica-b");
   EXPECT_EQ(WaitExit(b, absl::Seconds(10)), 1);
   Forget(b);
+}
+
+// Queue seniority survives a failover (kube/queue_journal.h): the leader writes each waiting
+// gang's arrival to a ConfigMap as it shuts down, and the next leader reads it before serving,
+// so a gang that waited under the old leader stays ahead of one that asked the new leader first.
+TEST_F(Replicas, AWaitingGangKeepsItsPlaceInTheQueueAcrossAFailover) {
+  api_.PutNode(testing::MakeNode("n2", 8, {}));
+  testing::PodOpts busy_opts;
+  busy_opts.name = "busy";
+  busy_opts.gpus = 8;
+  Json busy = testing::MakePod(busy_opts);
+  busy["spec"]["nodeName"] = "n1";
+  busy["status"]["phase"] = "Running";
+  api_.PutPod(busy);
+  auto allocated = [](int port) {
+    return Metrics(port).Get("topogang_gpus", {{"state", "allocated"}});
+  };
+  // The nodes passed for the first pod of a gang of two whole nodes.
+  auto filter = [](int port, const std::string& gang, const std::vector<std::string>& offered) {
+    return FilterPassed(
+        port, testing::FilterBody(testing::MakePod(testing::GangPod(gang, 2, 0, 8)), offered));
+  };
+  const int port_a = PickFreePort();
+  pid_t a = Start("replica-a", port_a);
+  ASSERT_GT(a, 0);
+  ASSERT_TRUE(api_.WaitFor([&] { return ReadyStatus(port_a) == 200 && allocated(port_a) == 8; }));
+  EXPECT_EQ(filter(port_a, "old", {"n2"}), "") << "one node busy: it waits in a's queue";
+  kill(a, SIGTERM);
+  EXPECT_EQ(WaitExit(a, absl::Seconds(10)), 0);
+  Forget(a);
+  Json cm = api_.GetConfigMap("topogang-system", "topogangd-queue");
+  ASSERT_TRUE(cm.is_object()) << "written at shutdown, before the lease was released";
+  EXPECT_TRUE(absl::StrContains(cm["data"].value("arrivals", ""), "default/old"))
+      << cm["data"].dump();
+
+  const int port_b = PickFreePort();
+  pid_t b = Start("replica-b", port_b);
+  ASSERT_GT(b, 0);
+  ASSERT_TRUE(api_.WaitFor([&] { return ReadyStatus(port_b) == 200 && allocated(port_b) == 8; }));
+  // kube-scheduler retries its waiting pods in no particular order: the young gang asks the new
+  // leader first, then the old one.
+  EXPECT_EQ(filter(port_b, "young", {"n2"}), "");
+  EXPECT_EQ(filter(port_b, "old", {"n2"}), "");
+  api_.DeletePod("default", "busy");
+  ASSERT_TRUE(api_.WaitFor([&] { return allocated(port_b) == 0; }));
+  // Room for one of them: the old gang starts, whichever asks first.
+  EXPECT_EQ(filter(port_b, "young", {"n1", "n2"}), "");
+  EXPECT_NE(filter(port_b, "old", {"n1", "n2"}), "");
 }
 
 TEST(TopogangdLeaderFlagsTest, BadFlagsAndStandaloneElectionAreRejected) {

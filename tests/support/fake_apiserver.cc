@@ -659,6 +659,7 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
   // /api/v1/namespaces/{ns}/pods/{name}[/binding], /api/v1/namespaces/{ns}/events
   if (parts.size() >= 5 && parts[0] == "api" && parts[2] == "namespaces") {
     const std::string ns = parts[3];
+    if (parts[4] == "configmaps") return HandleConfigMap(&req, req.method(), parts, body);
     if (parts[4] == "events" && req.method() == methods::POST) {
       Json ev = Json::parse(body, nullptr, false);
       std::lock_guard<std::mutex> lock(mu_);

@@ -79,6 +79,13 @@ class FakeApiServer {
   // spec.holderIdentity after every successful lease write, in order.
   std::vector<std::string> lease_holders();
 
+  // --- ConfigMaps (fake_apiserver_configmaps.cc) ---------------------------------------------
+  // GET, POST and PUT with the Lease semantics above.
+  Json GetConfigMap(const std::string& ns, const std::string& name);  // null when absent
+  void SetConfigMap(Json cm);          // as if another client wrote it (bumps the resourceVersion)
+  void SetConfigMapOutage(bool down);  // every ConfigMap request fails with 503 while set
+  int configmap_requests(const std::string& method);
+
   // --- Custom resources ------------------------------------------------------------------------
   // Serves /apis/<group>/<version>/<resource> (listed by discovery); unserved ones are 404.
   void ServeResource(const std::string& group, const std::string& version,
@@ -138,6 +145,8 @@ class FakeApiServer {
   // `body` was read before the handler ran (see the constructor).
   void Handle(void* request, const std::string& body);
   void HandleLease(void* request, const std::vector<std::string>& parts, const std::string& body);
+  void HandleConfigMap(void* request, const std::string& method,
+                       const std::vector<std::string>& parts, const std::string& body);
   void HandleTokenReview(void* request, const std::string& body);
   void HandleAccessReview(void* request, const std::string& body);
   void HandleEviction(void* request, const std::string& ns, const std::string& name,
@@ -186,6 +195,9 @@ class FakeApiServer {
     std::string raw;  // when set, served instead of obj
   };
   std::map<std::string, StoredLease> leases_;  // ns/name
+  std::map<std::string, Json> configmaps_;     // ns/name
+  bool configmap_outage_ = false;
+  std::map<std::string, int> configmap_requests_;
   Outage lease_outage_ = Outage::kNone;
   std::string outage_token_;
   std::vector<std::shared_ptr<void>> hung_;  // requests left unanswered (kHang)

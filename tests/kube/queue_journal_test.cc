@@ -1,0 +1,177 @@
+// The queue journal: its text (kube/queue_arrivals.h) on good and hostile input, and the
+// ConfigMap it keeps, against the fake API server (create, update, unchanged, a conflicting
+// writer, a record that is not ours, an outage).
+#include "kube/queue_journal.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "common/json_util.h"
+#include "tests/support/fake_apiserver.h"
+
+namespace topogang {
+namespace {
+
+using testing::FakeApiServer;
+using Arrivals = std::map<std::string, absl::Time>;
+
+const absl::Time kT0 = absl::FromUnixMillis(1764253800123);
+
+TEST(QueueArrivals, RoundTripsToTheMillisecond) {
+  const Arrivals a = {{"team-a/llm", kT0}, {"b/x\"y", kT0 + absl::Milliseconds(1)}};
+  const std::string text = EncodeArrivals(a);
+  EXPECT_EQ(text,
+            R"({"version":1,"arrivals":{"b/x\"y":1764253800124,"team-a/llm":1764253800123}})");
+  std::vector<std::string> warnings;
+  auto back = ParseArrivals(text, &warnings);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, a);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST(QueueArrivals, KeepsTheOldestWhenThereAreTooMany) {
+  const Arrivals a = {{"new", kT0 + absl::Hours(1)}, {"old", kT0}, {"mid", kT0 + absl::Minutes(1)}};
+  auto back = ParseArrivals(EncodeArrivals(a, 2), nullptr);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, (Arrivals{{"old", kT0}, {"mid", kT0 + absl::Minutes(1)}}));
+  std::vector<std::string> warnings;
+  back = ParseArrivals(EncodeArrivals(a), &warnings, 1);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, (Arrivals{{"old", kT0}}));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(warnings[0], "kept the oldest 1")) << warnings[0];
+}
+
+TEST(QueueArrivals, HostileTextIsAnErrorOrASkippedEntryNeverACrash) {
+  for (const char* bad :
+       {"", "not json", "[]", "{\"version\":2,\"arrivals\":{}}", "{\"arrivals\":{}}",
+        "{\"version\":\"1\"}", "{\"version\":1,\"arrivals\":[1,2]}", "{\"version\":1e400}"}) {
+    EXPECT_FALSE(ParseArrivals(bad, nullptr).ok()) << bad;
+  }
+  std::vector<std::string> warnings;
+  const std::string long_name(600, 'x');
+  auto a = ParseArrivals(
+      absl::StrCat(R"({"version":1,"arrivals":{"ok":1764253800123,"":1764253800123,")", long_name,
+                   R"(":1764253800123,"float":1764253800123.5,"neg":-5,"str":"1764253800123",)",
+                   R"("huge":18446744073709551615,"far":99999999999999,"null":null}})"),
+      &warnings);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(*a, (Arrivals{{"ok", kT0}}));
+  EXPECT_EQ(warnings.size(), 8u);
+  EXPECT_TRUE(ParseArrivals(R"({"version":1})", nullptr)->empty()) << "no arrivals: none kept";
+}
+
+KubeConfig Config(const FakeApiServer& api) {
+  KubeConfig kc;
+  kc.server = api.url();
+  kc.token = "journal";
+  return kc;
+}
+
+struct JournalRig {
+  FakeApiServer api;
+  Arrivals queue;  // what the ledger would report
+  QueueJournal journal{std::make_shared<KubeClient>(Config(api), absl::Seconds(5)),
+                       QueueJournalOptions{.name_space = "topogang-system"},
+                       [this] { return queue; }};
+  std::string Stored() {
+    Json cm = api.GetConfigMap("topogang-system", "topogangd-queue");
+    return cm.is_object() ? cm["data"].value("arrivals", "") : "";
+  }
+};
+
+TEST(QueueJournalTest, CreatesUpdatesAndSkipsUnchangedWrites) {
+  JournalRig rig;
+  auto none = rig.journal.Load();
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->empty()) << "no record yet";
+  rig.queue = {{"ns/a", kT0}};
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  EXPECT_EQ(rig.api.configmap_requests("POST"), 1);
+  EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
+  Json cm = rig.api.GetConfigMap("topogang-system", "topogangd-queue");
+  EXPECT_EQ(cm["metadata"]["labels"]["app.kubernetes.io/component"], "queue-journal");
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  EXPECT_EQ(rig.api.configmap_requests("PUT") + rig.api.configmap_requests("POST"), 1)
+      << "an unchanged queue is not written again";
+  rig.queue["ns/b"] = kT0 + absl::Seconds(1);
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  EXPECT_EQ(rig.api.configmap_requests("PUT"), 1);
+  EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
+  // A new leader reads it back.
+  QueueJournal next(std::make_shared<KubeClient>(Config(rig.api), absl::Seconds(5)),
+                    QueueJournalOptions{.name_space = "topogang-system"},
+                    [] { return Arrivals{}; });
+  auto loaded = next.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, rig.queue);
+}
+
+TEST(QueueJournalTest, AnotherWriterConflictsOnceThenTheLeaderWritesOverIt) {
+  JournalRig rig;
+  rig.queue = {{"ns/a", kT0}};
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  Json cm = rig.api.GetConfigMap("topogang-system", "topogangd-queue");
+  cm["data"]["arrivals"] = EncodeArrivals({{"ns/other", kT0}});
+  rig.api.SetConfigMap(cm);  // an old leader's last write, or a person's edit
+  rig.queue["ns/b"] = kT0;
+  absl::Status s = rig.journal.Flush();
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(absl::StrContains(s.message(), "409")) << s;
+  ASSERT_TRUE(rig.journal.Flush().ok()) << "re-read, then written";
+  EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
+}
+
+TEST(QueueJournalTest, ARecordThatIsNotOursIsAnErrorOnLoadAndIsReplaced) {
+  JournalRig rig;
+  for (Json data : {Json{{"arrivals", "{not json"}}, Json{{"arrivals", 42}}, Json(7),
+                    Json{{"arrivals", R"({"version":9,"arrivals":{}})"}}}) {
+    rig.api.SetConfigMap(
+        Json{{"metadata", {{"name", "topogangd-queue"}, {"namespace", "topogang-system"}}},
+             {"data", data}});
+    EXPECT_FALSE(rig.journal.Load().ok()) << data.dump();
+  }
+  rig.queue = {{"ns/a", kT0}};
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
+  auto loaded = rig.journal.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(*loaded, rig.queue);
+}
+
+TEST(QueueJournalTest, AnOutageIsAnErrorAndTheNextWriteCatchesUp) {
+  JournalRig rig;
+  rig.api.SetConfigMapOutage(true);
+  EXPECT_FALSE(rig.journal.Load().ok());
+  rig.queue = {{"ns/a", kT0}};
+  EXPECT_FALSE(rig.journal.Flush().ok());
+  rig.api.SetConfigMapOutage(false);
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
+}
+
+TEST(QueueJournalTest, StopWritesTheLastArrivalsAbandonDoesNot) {
+  {
+    JournalRig rig;
+    rig.journal.Start();
+    rig.queue = {{"ns/a", kT0}};  // the period (10 s) has not passed: only Stop writes it
+    rig.journal.Stop();
+    EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
+  }
+  {
+    JournalRig rig;
+    rig.journal.Start();
+    rig.queue = {{"ns/a", kT0}};
+    rig.journal.Abandon();  // leadership lost: the new leader owns the record
+    EXPECT_EQ(rig.api.configmap_requests("POST") + rig.api.configmap_requests("PUT"), 0);
+    rig.journal.Stop();
+    EXPECT_EQ(rig.Stored(), "") << "Stop after Abandon writes nothing either";
+  }
+}
+
+}  // namespace
+}  // namespace topogang
