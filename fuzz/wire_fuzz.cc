@@ -1,6 +1,6 @@
 // libFuzzer target for the extender's wire parsers (what kube-scheduler, or anyone reaching the
 // port, sends): ExtenderArgs, binding and preemption args, priorities, ExecCredential output, and
-// the pod readers. Whatever parses must also answer: the fast filter reply written from per-node
+// the pod readers, and the queue journal an earlier leader wrote. Whatever parses must also answer: the fast filter reply written from per-node
 // verdicts must be valid JSON and say exactly what the struct form says, for any node names.
 //   bash scripts/fuzz.sh
 #include <cstddef>
@@ -12,6 +12,7 @@
 #include "k8s/gang_labels.h"
 #include "k8s/pod_info.h"
 #include "kube/exec_credential.h"
+#include "kube/queue_arrivals.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace topogang;
@@ -19,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const uint8_t mode = data[0];
   const uint8_t seed = data[1];
   const std::string text(reinterpret_cast<const char*>(data + 2), size - 2);
-  switch (mode % 6) {
+  switch (mode % 7) {
     case 0: {
       auto a = ParseExtenderArgs(text);
       if (!a.ok()) break;
@@ -48,6 +49,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 4:
       (void)ParseExecCredential(text, "client.authentication.k8s.io/v1");
       break;
+    case 6: {
+      // What parses must survive its own round trip exactly.
+      auto a = ParseArrivals(text, nullptr, 1 + seed);
+      if (!a.ok()) break;
+      auto back = ParseArrivals(EncodeArrivals(*a, 1 + seed), nullptr, 1 + seed);
+      if (!back.ok() || *back != *a) std::abort();
+      break;
+    }
     default:
       (void)ParseFilterResult(text);
       break;

@@ -1,0 +1,97 @@
+// The gang queue's order, end to end: the real topogangd behind the kube-scheduler emulator.
+// Gangs of the same size wait on a full cluster; nodes free one by one. kube-scheduler retries
+// the waiting pods in its own order, and an older pod has been refused more often, so its backoff
+// (1 s doubling to 10 s) is longer: the first pod to reach topogangd once room appears is often a
+// younger gang's. Whoever asks, the gangs must start in the order they arrived.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/kubesched/daemon_harness.h"
+
+namespace topogang::kubesched {
+namespace {
+
+using testing::GangPod;
+
+constexpr int kNodes = 8, kGangs = 6;
+
+class QueueOrderEndToEnd : public testing::EmulatedDaemonTest {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < kNodes; ++i) {
+      Json n = topogang::testing::MakeNode(absl::StrCat("n", i), 8,
+                                           {{"network.topology.nvidia.com/spine", "spine-0"},
+                                            {"network.topology.nvidia.com/leaf", "leaf-0"}});
+      n["status"]["allocatable"]["pods"] = "110";
+      api.PutNode(n);
+    }
+    StartAll();
+  }
+  // Gangs (of kGangs) whose pods are all bound.
+  std::vector<int> Started() {
+    std::vector<int> out;
+    for (int g = 0; g < kGangs; ++g) {
+      if (!BoundNode(absl::StrCat("g", g, "-0")).empty() &&
+          !BoundNode(absl::StrCat("g", g, "-1")).empty()) {
+        out.push_back(g);
+      }
+    }
+    return out;
+  }
+  int Refusals(int gang) {
+    auto r = emu->Record(absl::StrCat("default/g", gang, "-0"));
+    return r ? r->fit_errors : 0;
+  }
+};
+
+TEST_F(QueueOrderEndToEnd, SameSizeGangsStartInArrivalOrderAsNodesFree) {
+  // Jobs of another scheduler on every node but the last.
+  for (int i = 0; i + 1 < kNodes; ++i) {
+    Json busy = GangPod(absl::StrCat("busy-", i), "", 1, 8,
+                        Json{{"nodeName", absl::StrCat("n", i)}}, "default-scheduler");
+    busy["status"]["phase"] = "Running";
+    api.PutPod(busy);
+  }
+  // Gangs of two whole nodes, one after another, each refused once (one node free) before the
+  // next comes: their arrival order. The first half is retried and refused a few more times
+  // before the second half comes (a short job on the free node, ended), as older pods are: their
+  // backoffs are longer now.
+  auto create = [&](int g) {
+    for (int m = 0; m < 2; ++m) {
+      api.PutPod(GangPod(absl::StrCat("g", g, "-", m), absl::StrCat("g", g), 2, 8));
+    }
+    ASSERT_TRUE(emu->WaitFor([&] { return Refusals(g) > 0; })) << topogangd.LogTail(30);
+  };
+  for (int g = 0; g < kGangs / 2; ++g) ASSERT_NO_FATAL_FAILURE(create(g));
+  for (int tick = 0; tick < 3; ++tick) {
+    const int before = Refusals(0);
+    Json job = GangPod(absl::StrCat("tick-", tick), "", 1, 8,
+                       Json{{"nodeName", absl::StrCat("n", kNodes - 1)}}, "default-scheduler");
+    job["status"]["phase"] = "Running";
+    api.PutPod(job);
+    api.DeletePod("default", absl::StrCat("tick-", tick));
+    ASSERT_TRUE(emu->WaitFor([&] { return Refusals(0) > before; })) << topogangd.LogTail(30);
+  }
+  for (int g = kGangs / 2; g < kGangs; ++g) ASSERT_NO_FATAL_FAILURE(create(g));
+  // The jobs end one by one; every second one makes room for one gang.
+  std::vector<int> want;
+  for (int i = 0; i + 1 < kNodes; ++i) {
+    const int before = Refusals(kGangs - 1);
+    api.DeletePod("default", absl::StrCat("busy-", i));
+    if (i % 2 == 0) {
+      want.push_back(i / 2);
+      ASSERT_TRUE(emu->WaitFor([&] { return Started().size() == want.size(); }, absl::Seconds(20)))
+          << topogangd.LogTail(30);
+      EXPECT_EQ(Started(), want) << "after job " << i << " ended";
+    } else {
+      // The youngest gang is refused again: everyone has been retried.
+      ASSERT_TRUE(emu->WaitFor([&] { return Refusals(kGangs - 1) > before; }));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace topogang::kubesched
