@@ -208,6 +208,14 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           }
           std::vector<int>& ex = excluded_[id];
           ex = NodesNotOffered(s.cluster(), offered);
+          // A node freed moments ago may simply not be free yet in kube-scheduler's cache (its
+          // watch behind ours): not offered is no sign the gang may not use it. Planned there,
+          // the member is offered its slot once kube-scheduler catches up (or the gang is
+          // planned again inside its offer); kept out, a younger gang takes the node.
+          std::erase_if(ex, [&](int n) {
+            auto f = freed_at_.find(s.cluster().node(n).name);
+            return f != freed_at_.end() && now - f->second < kRecentlyFreed;
+          });
           std::vector<int>& hold_ex = hold_excluded_[id];
           std::vector<std::string> queued = {id};
           for (const auto& [gang, pods] : waiting_pods_) queued.push_back(gang);
@@ -216,8 +224,10 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
             ex.push_back(n);
             hold_ex.push_back(n);
           }
-          absl::Status admitted =
-              admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked()).status();
+          absl::Status admitted = admission_
+                                      ->Admit(s, spec, now, ExclusionLocked(id),
+                                              HoldExclusionLocked(), WaitingSinceLocked(pod))
+                                      .status();
           if (elastic_min > 0 && absl::IsResourceExhausted(admitted) &&
               StartElasticLocked(s, spec, elastic_min, now).ok()) {
             admission_->Forget(s, id);  // started smaller: it no longer waits in the queue
@@ -227,7 +237,8 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           return admitted;
         }
         if (!avoid->empty()) excluded_[id] = hold_excluded_[id] = NodeIndexes(s.cluster(), *avoid);
-        auto r = admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked());
+        auto r = admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked(),
+                                   WaitingSinceLocked(pod));
         excluded_.erase(id);  // a gang of one is planned once; nothing to keep
         hold_excluded_.erase(id);
         if (!r.ok()) return r.status();

@@ -103,9 +103,20 @@ void GangLedger::ObservePod(const PodInfo& pod) {
     PodDeleted(pod);
     return;
   }
-  if (pod.node_name.empty() || pod.gpus == 0) return;
+  if (pod.gpus == 0) return;
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   std::lock_guard<std::mutex> lock(mu_);
+  if (pod.node_name.empty()) {
+    // Waiting for a node since now (gates removed: since then), for the queue's arrival order.
+    if (pod.gated) {
+      waiting_since_.erase(key);
+    } else {
+      if (waiting_since_.size() >= kMaxWaitingSince) waiting_since_.clear();  // only hints
+      waiting_since_.try_emplace(key, state_.clock().Now());
+    }
+    return;
+  }
+  waiting_since_.erase(key);
   if (auto p = by_pod_.find(key); p != by_pod_.end()) {
     const std::string id = p->second.first;
     Entry& e = gangs_.at(id);
@@ -147,6 +158,11 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   std::lock_guard<std::mutex> lock(mu_);
   passthrough_.erase(key);
+  waiting_since_.erase(key);
+  if (!pod.node_name.empty()) {
+    if (freed_at_.size() >= kMaxWaitingSince) freed_at_.clear();  // only hints
+    freed_at_[pod.node_name] = state_.clock().Now();
+  }
   auto p = by_pod_.find(key);
   if (p == by_pod_.end()) {
     // A pod of a gang that waits unreserved: the last one gone takes the gang out of the queue.

@@ -207,6 +207,11 @@ absl::StatusOr<PodInfo> ParsePod(const Json& pod, absl::string_view resource) {
     // pod may be running, and its GPUs must still be counted.
     p.active_deadline_seconds = *deadline > 0 ? *deadline : 0;
   }
+  // Read leniently: it only orders the queue, and a pod must parse whatever it says here (a
+  // running pod's GPUs are counted from this parse).
+  if (const Json* gates = GoField(s, "schedulingGates"); gates && gates->is_array()) {
+    p.gated = !gates->empty();
+  }
   auto status = JsonObject(pod, "status", "Pod.status");
   if (!status.ok()) return status.status();
   if (*status) {

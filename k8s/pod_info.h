@@ -39,6 +39,9 @@ struct PodInfo {
   struct OwnerRef {
     std::string api_version, kind, name;
   } controller;
+  // spec.schedulingGates is not empty: the pod may not be scheduled yet (a queue such as Kueue
+  // admits it later by removing its gates).
+  bool gated = false;
   int64_t gpus = 0;                // effective request of `resource`
   bool mentions_resource = false;  // some container names it (kube-scheduler's IsInterested)
 

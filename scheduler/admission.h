@@ -21,10 +21,14 @@ class Admission {
   // why it cannot start now. `exclude` names, for any gang, the nodes it must not be planned on
   // (a queue may start other waiting gangs during this call: each keeps its own constraints);
   // `hold_exclude` the nodes GPUs held for it must not be on (GangQueue::Schedule).
+  // `waiting_since`: when the pod asking was first seen waiting for a node (the daemon's pod
+  // watch); a queue counts the gang's arrival from no later than that, not from when
+  // kube-scheduler first got round to asking (InfiniteFuture: unknown).
   virtual absl::StatusOr<const GangRecord*> Admit(
       GangScheduler& sched, const GangSpec& gang, absl::Time now,
       const GangQueue::NodeExclusion& exclude = {},
-      const GangQueue::NodeExclusion& hold_exclude = {}) = 0;
+      const GangQueue::NodeExclusion& hold_exclude = {},
+      absl::Time waiting_since = absl::InfiniteFuture()) = 0;
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
   virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
   // The spec to plan `gang` with outside Admit (preemption, an elastic start), so those see a
@@ -46,7 +50,8 @@ class DirectAdmission : public Admission {
  public:
   absl::StatusOr<const GangRecord*> Admit(GangScheduler& sched, const GangSpec& gang,
                                           absl::Time now, const GangQueue::NodeExclusion& exclude,
-                                          const GangQueue::NodeExclusion& = {}) override {
+                                          const GangQueue::NodeExclusion& = {},
+                                          absl::Time = absl::InfiniteFuture()) override {
     const std::vector<int> masked = exclude ? sched.MaskNodes(exclude(gang)) : std::vector<int>{};
     auto r = sched.Reserve(gang, now);
     sched.UnmaskNodes(masked);

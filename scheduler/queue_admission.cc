@@ -8,11 +8,13 @@
 
 namespace topogang {
 
-std::pair<absl::Time, bool> QueueAdmission::ArrivalOf(const std::string& gang, absl::Time now) {
-  auto [it, fresh] = arrived_.try_emplace(gang, Arrival{now, now, false});
+std::pair<absl::Time, bool> QueueAdmission::ArrivalOf(const std::string& gang, absl::Time since,
+                                                      absl::Time now) {
+  since = std::min(since, now);  // never a future arrival
+  auto [it, fresh] = arrived_.try_emplace(gang, Arrival{since, now, false});
   Arrival& a = it->second;
   if (!fresh) {
-    a.at = std::min(a.at, now);  // never a future arrival
+    a.at = std::min(a.at, since);
     a.last_asked = now;
     a.seeded = false;
   }
@@ -31,7 +33,8 @@ void QueueAdmission::ExpireArrivals(absl::Time now) {
 
 absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
     GangScheduler& sched, const GangSpec& gang, absl::Time now,
-    const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude) {
+    const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude,
+    absl::Time waiting_since) {
   last_seen_[gang.name] = now;
   for (auto it = last_seen_.begin(); it != last_seen_.end();) {
     if (now - it->second > stale_after_) {
@@ -42,7 +45,7 @@ absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
     }
   }
   ExpireArrivals(now);
-  const auto [arrival, first_ask] = ArrivalOf(gang.name, now);
+  const auto [arrival, first_ask] = ArrivalOf(gang.name, waiting_since, now);
   // Started earlier by the queue on behalf of an earlier filter of this gang.
   if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
     last_seen_.erase(gang.name);

@@ -6,7 +6,10 @@
 // pods stop asking (deleted, or handled by another scheduler) leave the queue after
 // `stale_after`.
 //
-// A gang's arrival is the first time it asked, kept until every pod of it is gone (Forget). A
+// A gang's arrival is the first time it asked, or earlier when the daemon saw one of its pods
+// waiting before kube-scheduler asked about it (Admit's waiting_since: kube-scheduler retries
+// pods in its own order, older ones after longer backoffs), kept until every pod of it is
+// gone (Forget). A
 // gang that enters the queue again (its reservation dropped for a re-plan or an expiry, its
 // entry gone stale, a new leader seeded with the old one's record) keeps its place in line, the
 // time it has been starved and the wait its required tier has done.
@@ -28,8 +31,8 @@ class QueueAdmission : public Admission {
 
   absl::StatusOr<const GangRecord*> Admit(
       GangScheduler& sched, const GangSpec& gang, absl::Time now,
-      const GangQueue::NodeExclusion& exclude,
-      const GangQueue::NodeExclusion& hold_exclude = {}) override;
+      const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude = {},
+      absl::Time waiting_since = absl::InfiniteFuture()) override;
   void Forget(GangScheduler& sched, const std::string& gang) override;
   GangSpec Effective(const GangScheduler& sched, const GangSpec& gang, absl::Time now) override;
   std::map<std::string, absl::Time> Arrivals(absl::Time now) const override;
@@ -43,8 +46,9 @@ class QueueAdmission : public Admission {
     absl::Time last_asked;  // last Admit (for a seed: when it was seeded)
     bool seeded = false;    // from Seed, and the gang has not asked this leader yet
   };
-  // The gang's arrival, recorded now if it has none (then true: its first request).
-  std::pair<absl::Time, bool> ArrivalOf(const std::string& gang, absl::Time now);
+  // The gang's arrival: no later than `since`, recorded if it has none (then true: its first
+  // request). `now` is when it asks.
+  std::pair<absl::Time, bool> ArrivalOf(const std::string& gang, absl::Time since, absl::Time now);
   // At most every kExpiryPeriod: drops seeds not confirmed within stale_after_ (the gang's pods
   // are gone or never ask), and arrivals of gangs that have not asked for kForgetAfter (Forget
   // missed: pods deleted while nobody watched).

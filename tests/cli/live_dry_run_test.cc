@@ -62,13 +62,7 @@ CliResult RunBinary(const std::string& env, const std::string& binary, const std
 TEST(LiveDryRun, PlansAroundWhatBoundPodsHoldAndCordonedNodes) {
   FakeApiServer api;
   AddCluster(api);
-  testing::PodOpts o;
-  o.name = "running";
-  o.gpus = 8;
-  Json bound = testing::MakePod(o);
-  bound["spec"]["nodeName"] = "gpu-0";
-  bound["status"]["phase"] = "Running";
-  api.PutPod(bound);
+  api.PutPod(testing::RunningPod("running", 8, "gpu-0"));
   Json cordoned = api.GetNode("gpu-3");
   cordoned["spec"]["unschedulable"] = true;
   api.PutNode(cordoned);

@@ -197,13 +197,7 @@ TEST_F(Replicas, OnlyTheLeaderIsReadyReleaseHandsOverLossExits1) {
 // so a gang that waited under the old leader stays ahead of one that asked the new leader first.
 TEST_F(Replicas, AWaitingGangKeepsItsPlaceInTheQueueAcrossAFailover) {
   api_.PutNode(testing::MakeNode("n2", 8, {}));
-  testing::PodOpts busy_opts;
-  busy_opts.name = "busy";
-  busy_opts.gpus = 8;
-  Json busy = testing::MakePod(busy_opts);
-  busy["spec"]["nodeName"] = "n1";
-  busy["status"]["phase"] = "Running";
-  api_.PutPod(busy);
+  api_.PutPod(testing::RunningPod("busy", 8, "n1"));
   auto allocated = [](int port) {
     return Metrics(port).Get("topogang_gpus", {{"state", "allocated"}});
   };

@@ -24,12 +24,14 @@ inline std::future<std::string> BindPod(ExtenderService& service, const Json& po
   return f;
 }
 
-// What the watch reports for a pod (namespace default, uid "uid-<name>") that has finished.
-inline PodInfo FinishedPod(const std::string& name) {
+// What the watch reports for a pod (namespace default, uid "uid-<name>") that has finished (on
+// `node`, when given).
+inline PodInfo FinishedPod(const std::string& name, const std::string& node = "") {
   PodInfo p;
   p.name = name;
   p.namespace_ = "default";
   p.uid = "uid-" + name;
+  p.node_name = node;
   p.phase = "Succeeded";
   return p;
 }

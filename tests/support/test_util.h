@@ -104,6 +104,17 @@ inline Json MakePod(const PodOpts& o) {
   return pod;
 }
 
+// A pod bound to `node` and running there, requesting `gpus` GPUs (a job topogang did not place).
+inline Json RunningPod(const std::string& name, int gpus, const std::string& node) {
+  PodOpts o;
+  o.name = name;
+  o.gpus = gpus;
+  Json pod = MakePod(o);
+  pod["spec"]["nodeName"] = node;
+  pod["status"]["phase"] = "Running";
+  return pod;
+}
+
 inline PodOpts GangPod(const std::string& gang, int size, int index, int gpus) {
   PodOpts o;
   o.name = absl::StrCat(gang, "-", index);
