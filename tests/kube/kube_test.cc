@@ -41,13 +41,7 @@ void AddNodes(FakeApiServer& api, int n) {
 }
 
 Json BoundPod(const std::string& name, const std::string& node, int gpus) {
-  PodOpts o;
-  o.name = name;
-  o.gpus = gpus;
-  Json p = MakePod(o);
-  p["spec"]["nodeName"] = node;
-  p["status"]["phase"] = "Running";
-  return p;
+  return testing::RunningPod(name, gpus, node);
 }
 
 // Polls `pred` until it holds or 10 s pass (a real server must react first).
