@@ -320,16 +320,16 @@ class GangLedger {
   void ForgetWaitingLocked(const std::string& gang);
   // Pending, ungated GPU pods (pod key) -> when the watch first saw them so: the queue's arrival
   // for the pod's gang is no later than that (Admission::Admit's waiting_since). Erased when the
-  // pod is bound, gated or gone; cleared past kMaxWaitingSince (hints only, never state).
+  // pod is bound, gated or gone; cleared past kMaxHints (hints only, never state).
   absl::flat_hash_map<std::string, absl::Time> waiting_since_;
-  static constexpr size_t kMaxWaitingSince = 1000000;
+  static constexpr size_t kMaxHints = 1000000;
   absl::Time WaitingSinceLocked(const PodInfo& pod) const {
     auto it = waiting_since_.find(PodKey(pod.uid, pod.namespace_, pod.name));
     return it == waiting_since_.end() ? absl::InfiniteFuture() : it->second;
   }
   // Node name -> when the watch last saw a pod on it end: for kRecentlyFreed after, a node not
   // offered to a pod is not taken as one its gang may never use (kube-scheduler's watch may be
-  // behind ours). Cleared past kMaxWaitingSince (hints only).
+  // behind ours). Cleared past kMaxHints (hints only).
   absl::flat_hash_map<std::string, absl::Time> freed_at_;
   static constexpr absl::Duration kRecentlyFreed = absl::Seconds(10);
   // Pod key -> when its filter was last refused for lack of room (wake_retry).

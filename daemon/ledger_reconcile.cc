@@ -111,7 +111,7 @@ void GangLedger::ObservePod(const PodInfo& pod) {
     if (pod.gated) {
       waiting_since_.erase(key);
     } else {
-      if (waiting_since_.size() >= kMaxWaitingSince) waiting_since_.clear();  // only hints
+      if (waiting_since_.size() >= kMaxHints) waiting_since_.clear();  // only hints
       waiting_since_.try_emplace(key, state_.clock().Now());
     }
     return;
@@ -160,7 +160,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   passthrough_.erase(key);
   waiting_since_.erase(key);
   if (!pod.node_name.empty()) {
-    if (freed_at_.size() >= kMaxWaitingSince) freed_at_.clear();  // only hints
+    if (freed_at_.size() >= kMaxHints) freed_at_.clear();  // only hints
     freed_at_[pod.node_name] = state_.clock().Now();
   }
   auto p = by_pod_.find(key);

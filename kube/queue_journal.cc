@@ -17,6 +17,18 @@ absl::Status HttpError(const char* what, const HttpResult& r) {
       absl::StrCat("queue journal: ", what, ": HTTP ", r.status, " ", r.body.substr(0, 200)));
 }
 
+// metadata.resourceVersion of a ConfigMap as the API server returned it.
+absl::StatusOr<std::string> ResourceVersion(const Json& obj) {
+  auto meta = JsonObject(obj, "metadata", "ConfigMap.metadata");
+  if (!meta.ok()) return meta.status();
+  auto rv = *meta ? JsonString(**meta, "resourceVersion", "ConfigMap.metadata.resourceVersion")
+                  : absl::StatusOr<std::string>("");
+  if (rv.ok() && rv->empty()) {
+    return absl::InvalidArgumentError("queue journal: the ConfigMap has no resourceVersion");
+  }
+  return rv;
+}
+
 }  // namespace
 
 QueueJournal::QueueJournal(std::shared_ptr<KubeClient> client, QueueJournalOptions options,
@@ -46,27 +58,30 @@ std::string QueueJournal::ObjectJson(const std::string& text) const {
   return DumpJson(obj);
 }
 
-absl::StatusOr<std::map<std::string, absl::Time>> QueueJournal::Load() {
-  std::lock_guard<std::mutex> lock(write_mu_);
+absl::StatusOr<Json> QueueJournal::ReadLocked() {
   exists_known_ = false;
   auto r = client_->Get(Path(true));
   if (!r.ok()) return r.status();
   if (r->status == 404) {
     exists_known_ = true;
     exists_ = false;
-    return std::map<std::string, absl::Time>{};
+    return Json();
   }
   if (r->status != 200) return HttpError("read", *r);
   auto obj = ParseJson(r->body);
   if (!obj.ok()) return obj.status();
-  auto meta = JsonObject(*obj, "metadata", "ConfigMap.metadata");
-  if (!meta.ok()) return meta.status();
-  auto rv = *meta ? JsonString(**meta, "resourceVersion", "ConfigMap.metadata.resourceVersion")
-                  : absl::StatusOr<std::string>("");
+  auto rv = ResourceVersion(*obj);
   if (!rv.ok()) return rv.status();
-  if (rv->empty()) return absl::InvalidArgumentError("queue journal: no resourceVersion");
   exists_known_ = exists_ = true;
   resource_version_ = *rv;
+  return *std::move(obj);
+}
+
+absl::StatusOr<std::map<std::string, absl::Time>> QueueJournal::Load() {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  auto obj = ReadLocked();
+  if (!obj.ok()) return obj.status();
+  if (obj->is_null()) return std::map<std::string, absl::Time>{};
   auto data = JsonObject(*obj, "data", "ConfigMap.data");
   if (!data.ok()) return data.status();
   auto text = *data ? JsonString(**data, kDataKey, "ConfigMap.data.arrivals")
@@ -85,23 +100,7 @@ absl::Status QueueJournal::Flush() {
   std::lock_guard<std::mutex> lock(write_mu_);
   if (exists_known_ && text == written_) return absl::OkStatus();
   if (!exists_known_) {
-    auto r = client_->Get(Path(true));
-    if (!r.ok()) return r.status();
-    if (r->status == 404) {
-      exists_ = false;
-    } else if (r->status == 200) {
-      auto obj = ParseJson(r->body);
-      const Json* meta = obj.ok() ? GoField(*obj, "metadata") : nullptr;
-      const Json* rv = meta ? GoField(*meta, "resourceVersion") : nullptr;
-      if (!rv || !rv->is_string()) {
-        return absl::InvalidArgumentError("queue journal: the ConfigMap has no resourceVersion");
-      }
-      exists_ = true;
-      resource_version_ = rv->get<std::string>();
-    } else {
-      return HttpError("read", *r);
-    }
-    exists_known_ = true;
+    if (auto obj = ReadLocked(); !obj.ok()) return obj.status();
   }
   auto r = exists_ ? client_->Put(Path(true), ObjectJson(text))
                    : client_->Post(Path(false), ObjectJson(text));
@@ -112,11 +111,10 @@ absl::Status QueueJournal::Flush() {
   }
   if (r->status != 200 && r->status != 201) return HttpError(exists_ ? "update" : "create", *r);
   auto obj = ParseJson(r->body);
-  const Json* meta = obj.ok() ? GoField(*obj, "metadata") : nullptr;
-  const Json* rv = meta ? GoField(*meta, "resourceVersion") : nullptr;
-  if (rv && rv->is_string()) {
+  auto rv = obj.ok() ? ResourceVersion(*obj) : obj.status();
+  if (rv.ok()) {
     exists_ = true;
-    resource_version_ = rv->get<std::string>();
+    resource_version_ = *rv;
   } else {
     exists_known_ = false;  // no version to update against: read it next time
   }

@@ -26,6 +26,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/json_util.h"
 #include "kube/kube_client.h"
 #include "kube/queue_arrivals.h"
 
@@ -63,6 +64,8 @@ class QueueJournal {
 
  private:
   std::string Path(bool with_name) const;
+  // GETs the record and notes whether it exists and its resourceVersion; null when absent.
+  absl::StatusOr<Json> ReadLocked();
   std::string ObjectJson(const std::string& text) const;
   void Loop();
   void Log(const absl::Status& s);
