@@ -237,6 +237,12 @@ class GangLedger {
     // reserved with its minimum (spec.members, which grows with it) in a domain chosen for
     // growth, and takes more members as pods come and GPUs free up there.
     int elastic_max = 0;
+    // Every reserved node was among those kube-scheduler offered the member whose filter
+    // reserved (or found) it. Only such a reservation, refused by another member, shows members
+    // whose constraints disagree (counted against kMaxReplans). One planned by another gang's
+    // queue pass, or on a node freed moments ago, was planned without this gang's offer: it is
+    // planned again inside the offer as often as that happens.
+    bool planned_in_offer = false;
   };
   using Job = std::function<void()>;
 
@@ -285,10 +291,17 @@ class GangLedger {
   void ExpireFillsLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
   // A pending gang none of whose free slots kube-scheduler offered a member: drops it so the
   // filter plans it again inside that member's offered nodes. False when it must not (bound
-  // members, binding, or kMaxReplans re-plans already).
-  bool DropForReplanLocked(const std::string& id,
+  // members, binding, kMaxReplans counted re-plans within kReplanMemory, or a reservation not
+  // planned inside an offer that this filter call (`replanned`) already planned again).
+  bool DropForReplanLocked(const std::string& id, bool replanned,
                            std::vector<std::pair<BindCallback, std::string>>* fail);
+  // Filter, once the gang's reservation was dropped to plan it again inside `offered`.
+  FilterDecision Filter(const PodInfo& pod, const std::vector<std::string>& offered,
+                        bool replanned);
   static constexpr int kMaxReplans = 3;
+  // Counted re-plans older than this are forgotten: members that disagree re-plan within
+  // seconds of each other, while a gang waiting for hours may meet a few cordons or taints.
+  static constexpr absl::Duration kReplanMemory = absl::Minutes(1);
   static std::string PodKey(absl::string_view uid, absl::string_view ns, absl::string_view name);
 
   DaemonState& state_;
@@ -304,7 +317,11 @@ class GangLedger {
   std::set<std::string> fills_;     // adopted gangs with reserved missing members (may be stale)
   // Pods seen in filter without GPUs or gang -> their spec.schedulerName.
   absl::flat_hash_map<std::string, std::string> passthrough_;
-  std::map<std::string, int> replans_;  // gang -> re-plans for unoffered slots
+  struct Replans {
+    int count = 0;
+    absl::Time last;  // clock time of the last counted re-plan
+  };
+  std::map<std::string, Replans> replans_;  // gang -> counted re-plans for unoffered slots
   // gang -> model nodes kube-scheduler did not offer its pods at its last reservation attempt
   // (indexes into the current model: cleared when it is rebuilt).
   std::map<std::string, std::vector<int>> excluded_;

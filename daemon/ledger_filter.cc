@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -92,6 +93,11 @@ void GangLedger::WarnMembership(const PodInfo& pod, const std::string& message) 
 }
 
 FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::string>& offered) {
+  return Filter(pod, offered, /*replanned=*/false);
+}
+
+FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::string>& offered,
+                                  bool replanned) {
   if (!options_.scheduler_names.empty() &&
       std::find(options_.scheduler_names.begin(), options_.scheduler_names.end(),
                 pod.scheduler_name) == options_.scheduler_names.end()) {
@@ -293,6 +299,11 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         it = gangs_.emplace(id, std::move(e)).first;
         pending_.insert(id);
         std::vector<std::string> nodes = SlotNodesLocked(id);
+        if (multi) {
+          absl::flat_hash_set<absl::string_view> ok(offered.begin(), offered.end());
+          it->second.planned_in_offer = std::all_of(
+              nodes.begin(), nodes.end(), [&](const std::string& n) { return ok.contains(n); });
+        }
         std::vector<std::string> distinct = nodes;
         std::sort(distinct.begin(), distinct.end());
         distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
@@ -352,7 +363,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         // resources taken, a new taint): plan the gang again rather than steer it there forever.
         const std::string& held = slot < static_cast<int>(nodes.size()) ? nodes[slot] : "";
         if (std::find(offered.begin(), offered.end(), held) == offered.end() &&
-            DropForReplanLocked(id, &fails)) {
+            DropForReplanLocked(id, replanned, &fails)) {
           replan = true;
           decided = true;
         }
@@ -398,7 +409,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         }
         if (decided || grew) {
           // Answered above: an elastic gang's pod beyond its current size.
-        } else if (slot < 0 && free_slots > 0 && DropForReplanLocked(id, &fails)) {
+        } else if (slot < 0 && free_slots > 0 && DropForReplanLocked(id, replanned, &fails)) {
           // The reservation sat on nodes kube-scheduler will not give this pod: plan the gang
           // again inside what this pod was offered (below, outside the lock).
           replan = true;
@@ -412,6 +423,15 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
               GangLabel(e.spec, e.multi),
               " already has a pod for every member; this pod is one too many (a replacement for "
               "a deleted member is retried and placed once topogang has seen the deletion)"));
+          decided = true;
+        } else if (slot < 0 && !e.planned_in_offer) {
+          // Planned again inside this pod's offer, and still on nodes it was not offered: nodes
+          // freed moments ago, which kube-scheduler's cache may not show free yet. Tried again
+          // after its backoff, not parked until the next cluster event.
+          result = ErrorResult(absl::StrCat(
+              GangLabel(e.spec, e.multi),
+              " is reserved on nodes that freed moments ago and that kube-scheduler did not offer "
+              "this pod yet; it is tried again after its backoff"));
           decided = true;
         } else if (slot < 0) {
           result = FailAll(absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
@@ -447,37 +467,8 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
   RunFails(fails);
   if (notice) Notify(*notice);
   for (const GangNotice& n : notices) Notify(n);
-  if (replan) return Filter(pod, offered);  // no entry now: reserves inside `offered`
+  if (replan) return Filter(pod, offered, true);  // no entry now: reserves inside `offered`
   return result;
-}
-
-bool GangLedger::DropForReplanLocked(const std::string& id, FailList* fail) {
-  auto it = gangs_.find(id);
-  if (it == gangs_.end()) return false;
-  const Entry& e = it->second;
-  if (!e.multi || e.adopted || e.running || e.binding) return false;
-  for (const Member& m : e.slots) {
-    if (m.bound) return false;
-  }
-  // Members whose constraints disagree would move the gang back and forth: a few re-plans, then
-  // the filter says why it cannot be placed.
-  if (replans_.size() > 10000) replans_.clear();
-  int& n = replans_[id];
-  if (n >= kMaxReplans) return false;
-  ++n;
-  DropEntryLocked(id,
-                  absl::StrCat("topogang: gang ", id,
-                               " was planned again inside the nodes kube-scheduler offers its "
-                               "pods; this pod will be scheduled again"),
-                  /*release_core=*/true, fail);
-  state_.Publish({0,
-                  {},
-                  "replan",
-                  id,
-                  "",
-                  "reservation was on nodes kube-scheduler did not offer a member (its "
-                  "selectors, affinity, taints or resources); planned again inside them"});
-  return true;
 }
 
 std::string GangLedger::ReservedNode(const PodInfo& pod) const {

@@ -178,6 +178,18 @@ TEST(GangLifecycleTest, MembersWithDisjointConstraintsGetAReasonNotALivelock) {
   }
   EXPECT_NE(last.find("did not offer"), std::string::npos) << last;
   EXPECT_LE(f.UsedGpus(), 16);
+  // The limit is on re-plans close together: a gang waiting for hours may meet a cordon or a
+  // taint now and then, and each must still move it. A minute later the gang moves again.
+  f.clock.Advance(absl::Minutes(2));
+  const bool in_a = f.state.With([&](GangScheduler& s) {
+    const GangRecord* r = s.Find("default/x");
+    return r != nullptr &&
+           std::find(a.begin(), a.end(), s.cluster().node(r->placement.members[0].node).name) !=
+               a.end();
+  });
+  const auto moved = in_a ? f.FilterOffered(p1, b) : f.FilterOffered(p0, a);
+  EXPECT_EQ(moved.node_names.size(), 1u)
+      << (moved.failed_unresolvable.empty() ? moved.error : moved.failed_unresolvable[0].second);
 }
 
 // A cordon while members wait at the barrier moves the reservation: held members whose slot

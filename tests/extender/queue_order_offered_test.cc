@@ -4,11 +4,13 @@
 // free at its own last filter, or whoever asks first once a node frees takes it, whatever the
 // queue's order. And the order is when the pod watch first saw a gang waiting, not when
 // kube-scheduler first asked about it.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "extender/extender_service.h"
 #include "k8s/pod_info.h"
 #include "tests/support/service_fixture.h"
@@ -125,6 +127,105 @@ TEST(QueueOrderOfferedTest, TheGangWaitingLongerStartsWhateverKubeSchedulerAsksF
 }
 
 TEST(QueueOrderOfferedTest, AGangWaitsFromWhenItsGatesWereRemoved) { WatchOrder(true); }
+
+// A gang started by another gang's queue pass is planned without its own offer, so it can land
+// on nodes that were full at its last filter and that it may never use (another pool). Its
+// member then finds no slot it was offered and the gang is planned again inside the offer. That
+// must work every time: counted against the re-plan limit for members that disagree, it was
+// refused for good after three such starts, and parked by kube-scheduler for five minutes.
+TEST(QueueOrderOfferedTest, AGangStartedOnNodesItMayNotUseIsPlannedAgainEveryTime) {
+  t::ServiceFixture f(8);  // racks n0-n3 and n4-n7
+  const std::vector<std::string>& n = f.names;
+  auto run = [&](const std::string& name, const std::string& node) {
+    const Json pod = t::MakePod(t::GangPod(name, 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(pod, {node}).node_names, std::vector<std::string>{node});
+    ASSERT_EQ(f.Bind(pod, node).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  };
+  // Long jobs: `sel` (nodes n4-n7 only) has n4 free in its pool, and the other gangs n0 + n1.
+  for (int i : {2, 3, 5, 6, 7}) ASSERT_NO_FATAL_FAILURE(run(absl::StrCat("hog", i), n[i]));
+  const Json sel = TwoWaitingGangs::Pod("sel", 0);
+  std::vector<std::string> other_on(2);
+  auto start_other = [&](int k) {  // gang other<k> on n0 + n1
+    std::vector<std::future<std::string>> bound;
+    for (int m = 0; m < 2; ++m) {
+      const Json pod = TwoWaitingGangs::Pod(absl::StrCat("other", k), m);
+      const auto r = f.FilterOffered(pod, {n[0], n[1], n[4]});
+      ASSERT_EQ(r.node_names.size(), 1u) << "other" << k << " member " << m;
+      EXPECT_NE(r.node_names[0], n[4]);
+      other_on[m] = r.node_names[0];
+      bound.push_back(f.Bind(pod, r.node_names[0]));
+    }
+    for (auto& b : bound)
+      ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  };
+  ASSERT_NO_FATAL_FAILURE(start_other(0));
+  for (int k = 0; k < 6; ++k) {  // twice the ledger's limit of three counted re-plans
+    SCOPED_TRACE(absl::StrCat("round ", k));
+    // sel asks while n0 and n1 are full: kube-scheduler offers it n4 only, and no room there.
+    EXPECT_TRUE(f.FilterOffered(sel, {n[4]}).node_names.empty());
+    f.clock.Advance(absl::Seconds(30));
+    for (int m = 0; m < 2; ++m) {
+      f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("other", k, "-", m), other_on[m]));
+    }
+    f.clock.Advance(absl::Seconds(11));  // past kRecentlyFreed
+    // The next gang's filter runs the queue: sel, older, is started on n0 + n1.
+    const Json next = TwoWaitingGangs::Pod(absl::StrCat("other", k + 1), 0);
+    EXPECT_TRUE(f.FilterOffered(next, {n[0], n[1], n[4]}).node_names.empty());
+    ASSERT_TRUE(f.state.With([](GangScheduler& s) { return s.Find("default/sel") != nullptr; }));
+    // sel's member is offered n4 only: planned again there, it cannot start, and says so.
+    const auto r = f.FilterOffered(sel, {n[4]});
+    EXPECT_TRUE(r.node_names.empty());
+    std::string why = r.error;  // an error when its last refusal was long ago (wake_retry)
+    for (const auto& [node, reason] : r.failed_unresolvable) absl::StrAppend(&why, "; ", reason);
+    EXPECT_THAT(why, ::testing::HasSubstr("cannot be placed now"));
+    EXPECT_THAT(why, ::testing::Not(::testing::HasSubstr("did not offer")));
+    EXPECT_FALSE(f.state.With([](GangScheduler& s) { return s.Find("default/sel") != nullptr; }))
+        << "sel's reservation on nodes it may not use is released";
+    f.clock.Advance(absl::Seconds(1));
+    ASSERT_NO_FATAL_FAILURE(start_other(k + 1));
+  }
+}
+
+// The same blind spot within one filter: a gang asks right after a job ended, before
+// kube-scheduler's cache shows the job's nodes free, and is planned there (a node freed moments
+// ago is not taken as one it may never use). Its member is not offered them: it is answered with
+// an error, so kube-scheduler retries it after its backoff, and not re-planned in a loop or
+// refused for good. Once the moment has passed, it is planned inside what it is offered.
+TEST(QueueOrderOfferedTest, AGangPlannedOnNodesFreedMomentsAgoIsTriedAgainAfterBackoff) {
+  t::ServiceFixture f(8);
+  const std::vector<std::string>& n = f.names;
+  for (int i : {2, 3, 5, 6, 7}) {
+    const Json pod = t::MakePod(t::GangPod(absl::StrCat("hog", i), 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(pod, {n[i]}).node_names, std::vector<std::string>{n[i]});
+    ASSERT_EQ(f.Bind(pod, n[i]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  }
+  std::vector<std::future<std::string>> bound;
+  std::vector<std::string> job_on;  // a 2-node job on n0 + n1
+  for (int m = 0; m < 2; ++m) {
+    const Json pod = TwoWaitingGangs::Pod("job", m);
+    const auto r = f.FilterOffered(pod, {n[0], n[1]});
+    ASSERT_EQ(r.node_names.size(), 1u);
+    bound.push_back(f.Bind(pod, r.node_names[0]));
+    job_on.push_back(r.node_names[0]);
+  }
+  for (auto& b : bound) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  const Json sel = TwoWaitingGangs::Pod("sel", 0);
+  EXPECT_TRUE(f.FilterOffered(sel, {n[4]}).node_names.empty());
+  f.clock.Advance(absl::Seconds(1));
+  for (int m = 0; m < 2; ++m) {
+    f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("job-", m), job_on[m]));
+  }
+  auto r = f.FilterOffered(sel, {n[4]});  // kube-scheduler still has n0 and n1 full
+  EXPECT_TRUE(r.node_names.empty());
+  EXPECT_THAT(r.error, ::testing::HasSubstr("freed moments ago"));
+  f.clock.Advance(absl::Seconds(11));
+  r = f.FilterOffered(sel, {n[4]});
+  EXPECT_TRUE(r.node_names.empty());
+  std::string why = r.error;
+  for (const auto& [node, reason] : r.failed_unresolvable) absl::StrAppend(&why, "; ", reason);
+  EXPECT_THAT(why, ::testing::HasSubstr("cannot be placed now"));
+  EXPECT_THAT(why, ::testing::Not(::testing::HasSubstr("did not offer")));
+}
 
 TEST(QueueOrderOfferedTest, MalformedSchedulingGatesDoNotStopAPodFromParsing) {
   Json pod = TwoWaitingGangs::Pod("g", 0);

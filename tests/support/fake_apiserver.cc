@@ -195,6 +195,14 @@ Json FakeApiServer::GetPod(const std::string& ns, const std::string& name) {
   return it == pods_.end() ? Json() : it->second;
 }
 
+std::vector<Json> FakeApiServer::Pods() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Json> out;
+  out.reserve(pods_.size());
+  for (const auto& [key, pod] : pods_) out.push_back(pod);
+  return out;
+}
+
 Json FakeApiServer::GetNode(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(name);

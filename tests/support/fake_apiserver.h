@@ -42,6 +42,7 @@ class FakeApiServer {
   void PutPod(Json pod);
   void DeletePod(const std::string& ns, const std::string& name);
   Json GetPod(const std::string& ns, const std::string& name);
+  std::vector<Json> Pods();  // every pod, one consistent snapshot
 
   void SendBookmark();
   // Forgets history: open watches get an ERROR 410 event and later watches from an older

@@ -1,0 +1,48 @@
+// Re-planning a waiting gang inside what kube-scheduler offers its pods. A reservation can sit on
+// nodes a member is not offered: another gang's queue pass planned it without this gang's offer,
+// a node freed moments ago was not yet free in kube-scheduler's cache, a node was cordoned or
+// tainted, or the members' own constraints disagree. Only the last can repeat without end, so
+// only reservations planned inside an offer count against the limit.
+#include "absl/strings/str_cat.h"
+#include "daemon/gang_ledger.h"
+#include "daemon/ledger_util.h"
+
+namespace topogang {
+
+bool GangLedger::DropForReplanLocked(const std::string& id, bool replanned, FailList* fail) {
+  auto it = gangs_.find(id);
+  if (it == gangs_.end()) return false;
+  const Entry& e = it->second;
+  if (!e.multi || e.adopted || e.running || e.binding) return false;
+  for (const Member& m : e.slots) {
+    if (m.bound) return false;
+  }
+  if (e.planned_in_offer) {
+    // Members whose constraints disagree would move the gang back and forth: a few re-plans,
+    // then the filter says why it cannot be placed.
+    if (replans_.size() > 10000) replans_.clear();
+    const absl::Time now = state_.clock().Now();
+    Replans& r = replans_[id];
+    if (now - r.last > kReplanMemory) r.count = 0;
+    if (r.count >= kMaxReplans) return false;
+    ++r.count;
+    r.last = now;
+  } else if (replanned) {
+    return false;  // planned inside this offer already, once: no second try in the same call
+  }
+  DropEntryLocked(id,
+                  absl::StrCat("topogang: gang ", id,
+                               " was planned again inside the nodes kube-scheduler offers its "
+                               "pods; this pod will be scheduled again"),
+                  /*release_core=*/true, fail);
+  state_.Publish({0,
+                  {},
+                  "replan",
+                  id,
+                  "",
+                  "reservation was on nodes kube-scheduler did not offer a member (its "
+                  "selectors, affinity, taints or resources); planned again inside them"});
+  return true;
+}
+
+}  // namespace topogang

@@ -1,0 +1,480 @@
+// A day on a shared cluster, compressed, end to end: the real topogangd behind the kube-scheduler
+// emulator, driven by a seeded random mix of what a cluster sees. Gangs of 1 to 16 pods, some
+// held to a node pool by a nodeSelector, arrive (some created pod by pod, as a controller does);
+// jobs end; pending gangs are cancelled; a member of a running gang fails and its controller
+// creates a replacement; nodes are cordoned and uncordoned; single GPU pods without a gang come
+// and go; two nodes carry a taint only some pods tolerate.
+//
+// A checker samples the API server's pods (one consistent snapshot) every few milliseconds while
+// that runs, and fails the test on what no user may ever see:
+//   - a node with more GPUs bound than it has (a GPU promised twice);
+//   - a pod bound outside its nodeSelector, or on a node whose taint it does not tolerate;
+//   - a gang partly bound for longer than its bind window allows (a split gang).
+// Then the churn stops, every node is uncordoned and every job that runs ends: every gang left
+// must start (nothing livelocks), and topogangd must end with nothing reserved, no bind held and
+// every GPU free in its model.
+//
+// Seeds: TOPOGANG_CHURN_SEEDS (comma-separated, default "1,2"); steps per seed:
+// TOPOGANG_CHURN_STEPS (default 160). A failure prints the seed and the step log.
+#include <cpprest/http_client.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "tests/kubesched/daemon_harness.h"
+#include "tests/support/prom_text.h"
+
+namespace topogang::kubesched {
+namespace {
+
+using testing::GangPod;
+
+constexpr char kSpine[] = "network.topology.nvidia.com/spine";
+constexpr char kLeaf[] = "network.topology.nvidia.com/leaf";
+// 2 spines x 2 leaves x 6 nodes. Pool a is spine-0, pool b spine-1; leaf-3's nodes have 4 GPUs.
+constexpr int kSpines = 2, kLeavesPerSpine = 2, kNodesPerLeaf = 6;
+// A gang may stay partly bound this long (real time): the barrier's POSTs take milliseconds, a
+// bind window is 300 ms here, and kube-scheduler's httpTimeout 500 ms (5 s at 10x).
+constexpr absl::Duration kMaxPartial = absl::Seconds(4);
+// The drain phase fails when no gang has started for this long (real time): longer than
+// kube-scheduler's 5-minute flush of unschedulable pods at 10x (30 s).
+constexpr absl::Duration kNoProgress = absl::Seconds(40);
+
+struct NodeSpec {
+  std::string name, pool;
+  int gpus = 8;
+  bool tainted = false;  // dedicated=other:NoSchedule
+  Json object;
+};
+
+struct Job {
+  std::string name;
+  bool gang = true;  // false: one pod without gang labels
+  int size = 1, gpus = 1;
+  std::string pool;  // nodeSelector pool=..., "" for none
+  bool tolerates = false;
+  std::vector<std::string> members;  // the pods that exist now
+  int created = 0;                   // members created so far (pod by pod gangs grow)
+  bool repairing = false;            // a member failed; its replacement may not be bound yet
+  bool done = false;
+};
+
+std::vector<uint64_t> Seeds() {
+  const char* env = std::getenv("TOPOGANG_CHURN_SEEDS");
+  std::vector<uint64_t> out;
+  for (absl::string_view s : absl::StrSplit(env ? env : "1,2", ',', absl::SkipEmpty())) {
+    out.push_back(std::strtoull(std::string(s).c_str(), nullptr, 10));
+  }
+  return out;
+}
+
+int Steps() {
+  const char* env = std::getenv("TOPOGANG_CHURN_STEPS");
+  return env ? std::atoi(env) : 160;
+}
+
+int GpusOf(const Json& pod) {
+  try {
+    return std::stoi(
+        pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"].get<std::string>());
+  } catch (...) {
+    return 0;
+  }
+}
+
+class ChurnEndToEnd : public testing::EmulatedDaemonTest,
+                      public ::testing::WithParamInterface<uint64_t> {
+ protected:
+  void SetUp() override {
+    for (int s = 0; s < kSpines; ++s) {
+      for (int l = 0; l < kLeavesPerSpine; ++l) {
+        const int leaf = s * kLeavesPerSpine + l;
+        for (int i = 0; i < kNodesPerLeaf; ++i) {
+          NodeSpec n;
+          n.name = absl::StrCat("n", leaf, "-", i);
+          n.pool = s == 0 ? "a" : "b";
+          n.gpus = leaf == 3 ? 4 : 8;
+          n.tainted = (leaf == 0 || leaf == 2) && i == kNodesPerLeaf - 1;
+          n.object = topogang::testing::MakeNode(n.name, n.gpus,
+                                                 {{kSpine, absl::StrCat("spine-", s)},
+                                                  {kLeaf, absl::StrCat("leaf-", leaf)},
+                                                  {"pool", n.pool}});
+          n.object["status"]["allocatable"]["pods"] = "110";
+          if (n.tainted) {
+            n.object["spec"]["taints"] =
+                Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
+          }
+          api.PutNode(n.object);
+          total_gpus_ += n.gpus;
+          nodes_[n.name] = n;
+        }
+      }
+    }
+    StartAll();
+  }
+  void TearDown() override {
+    StopChecker();
+    if (HasFailure() || std::getenv("TOPOGANG_CHURN_VERBOSE")) {
+      std::cerr << "seed " << GetParam() << ", steps:\n" << absl::StrJoin(log_, "\n") << "\n";
+      if (const char* dir = std::getenv("TOPOGANG_CHURN_LOG_DIR")) {
+        std::ofstream(absl::StrCat(dir, "/topogangd-", GetParam(), ".log")) << topogangd.Log();
+      }
+    }
+    testing::EmulatedDaemonTest::TearDown();
+  }
+
+  // --- The checker -------------------------------------------------------------------------
+  void StartChecker() {
+    checker_ = std::thread([this] {
+      while (!stop_checker_) {
+        Check();
+        absl::SleepFor(absl::Milliseconds(4));
+      }
+    });
+  }
+  void StopChecker() {
+    stop_checker_ = true;
+    if (checker_.joinable()) checker_.join();
+  }
+  std::vector<std::string> Violations() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return violations_;
+  }
+  void Violation(std::string v) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (violations_.size() < 20) violations_.push_back(std::move(v));
+  }
+  void Check() {
+    const std::vector<Json> pods = api.Pods();
+    const absl::Time now = absl::Now();
+    std::map<std::string, int> used;
+    std::map<std::string, std::vector<std::string>> on;
+    std::map<std::string, int> bound_of_gang;
+    for (const Json& p : pods) {
+      const std::string node = p["spec"].value("nodeName", "");
+      if (node.empty()) continue;
+      const std::string name = p["metadata"].value("name", "");
+      used[node] += GpusOf(p);
+      on[node].push_back(name);
+      auto it = nodes_.find(node);
+      if (it == nodes_.end()) {
+        Violation(absl::StrCat(name, " bound to unknown node ", node));
+        continue;
+      }
+      const Json& sel = p["spec"].contains("nodeSelector") ? p["spec"]["nodeSelector"] : Json();
+      if (sel.is_object() && sel.contains("pool") && sel["pool"] != it->second.pool) {
+        Violation(absl::StrCat(name, " (pool ", sel["pool"].get<std::string>(), ") bound to ", node,
+                               " in pool ", it->second.pool));
+      }
+      if (it->second.tainted && !p["spec"].contains("tolerations")) {
+        Violation(absl::StrCat(name, " bound to tainted ", node, " without a toleration"));
+      }
+      const Json& labels = p["metadata"].contains("labels") ? p["metadata"]["labels"] : Json();
+      if (labels.is_object() && labels.contains("topogang.io/gang")) {
+        bound_of_gang[labels["topogang.io/gang"].get<std::string>()]++;
+      }
+    }
+    for (const auto& [node, gpus] : used) {
+      auto it = nodes_.find(node);
+      if (it != nodes_.end() && gpus > it->second.gpus) {
+        Violation(absl::StrCat(node, ": ", gpus, " of ", it->second.gpus,
+                               " GPUs bound: ", absl::StrJoin(on[node], ", ")));
+      }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, job] : jobs_) {
+      if (!job.gang || job.done || job.repairing || job.size == 1) continue;
+      const int b = bound_of_gang[name];
+      if (b > 0 && b < job.size) {
+        auto [it, fresh] = partial_since_.try_emplace(name, now);
+        if (!fresh && now - it->second > kMaxPartial && !partial_reported_.count(name)) {
+          partial_reported_.insert(name);
+          violations_.push_back(absl::StrCat("gang ", name, ": ", b, " of ", job.size,
+                                             " members bound for over ",
+                                             absl::FormatDuration(kMaxPartial)));
+        }
+      } else {
+        partial_since_.erase(name);
+      }
+    }
+  }
+
+  // --- The workload --------------------------------------------------------------------------
+  bool Bound(const std::string& pod) {
+    Json p = api.GetPod("default", pod);
+    return !p.is_null() && !p["spec"].value("nodeName", "").empty();
+  }
+  bool AllBound(const Job& j) {
+    if (j.created < j.size || static_cast<int>(j.members.size()) < j.size) return false;
+    for (const std::string& m : j.members) {
+      if (!Bound(m)) return false;
+    }
+    return true;
+  }
+  Json PodOf(const Job& j, const std::string& name) {
+    Json spec = Json::object();
+    if (!j.pool.empty()) spec["nodeSelector"] = {{"pool", j.pool}};
+    if (j.tolerates) {
+      spec["tolerations"] = Json::array({{{"key", "dedicated"},
+                                          {"operator", "Equal"},
+                                          {"value", "other"},
+                                          {"effect", "NoSchedule"}}});
+    }
+    return GangPod(name, j.gang ? j.name : "", j.size, j.gpus, spec);
+  }
+  void CreateMember(Job& j) {
+    const std::string name = absl::StrCat(j.name, "-", j.created++);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      j.members.push_back(name);
+    }
+    api.PutPod(PodOf(j, name));
+  }
+  void Delete(Job& j) {
+    for (const std::string& m : j.members) api.DeletePod("default", m);
+    std::lock_guard<std::mutex> lock(mu_);
+    j.done = true;
+  }
+  // Pending, running and growing jobs.
+  std::vector<Job*> Live(const std::function<bool(Job&)>& pred) {
+    std::vector<Job*> out;
+    for (auto& [name, j] : jobs_) {
+      if (!j.done && pred(j)) out.push_back(&j);
+    }
+    return out;
+  }
+  template <typename T>
+  T* Pick(const std::vector<T*>& v) {
+    return v.empty() ? nullptr : v[rng_() % v.size()];
+  }
+  void Log(std::string s) {
+    log_.push_back(
+        absl::StrCat(absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::UTCTimeZone()), " ", s));
+  }
+
+  void NewJob(bool gang) {
+    Job j;
+    j.gang = gang;
+    j.name = absl::StrCat(gang ? "g" : "s", next_job_++);
+    static constexpr int kSizes[] = {2, 2, 4, 4, 8, 16};
+    static constexpr int kGpus[] = {1, 2, 4, 8, 8};
+    j.size = gang ? kSizes[rng_() % 6] : 1;
+    j.gpus = kGpus[rng_() % 5];
+    // Every job fits either pool alone (pool b has 48 + 24 GPUs, nodes of 4 in leaf-3).
+    while (j.size * j.gpus > 64) j.gpus /= 2;
+    if (rng_() % 10 < 3) j.pool = rng_() % 2 ? "a" : "b";
+    if (j.pool == "b" && j.gpus == 8 && j.size > 6) j.gpus = 4;  // leaf-3's nodes have 4
+    j.tolerates = rng_() % 4 == 0;
+    const bool pod_by_pod = gang && rng_() % 3 == 0;
+    Log(absl::StrCat("create ", j.name, " ", j.size, "x", j.gpus, j.pool.empty() ? "" : " pool ",
+                     j.pool, j.tolerates ? " tolerates" : "", pod_by_pod ? " pod by pod" : ""));
+    Job* p;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      p = &jobs_.emplace(j.name, j).first->second;
+    }
+    if (pod_by_pod) {
+      growing_.push_back(p);
+    } else {
+      for (int m = 0; m < p->size; ++m) CreateMember(*p);
+    }
+  }
+  void Grow() {
+    for (size_t i = 0; i < growing_.size();) {
+      Job* j = growing_[i];
+      if (!j->done && j->created < j->size) CreateMember(*j);
+      if (j->done || j->created >= j->size) {
+        growing_.erase(growing_.begin() + i);
+      } else {
+        ++i;
+      }
+    }
+  }
+  void SetCordon(const std::string& node, bool on) {
+    NodeSpec& n = nodes_[node];
+    n.object["spec"]["unschedulable"] = on;
+    if (!on) n.object["spec"].erase("unschedulable");
+    api.PutNode(n.object);
+    if (on) {
+      cordoned_.insert(node);
+    } else {
+      cordoned_.erase(node);
+    }
+    Log(absl::StrCat(on ? "cordon " : "uncordon ", node));
+  }
+  void Step() {
+    Grow();
+    const int r = static_cast<int>(rng_() % 100);
+    auto running = [&](Job& j) { return AllBound(j); };
+    if (r < 30) {
+      if (Live([](Job&) { return true; }).size() < 14) NewJob(true);
+    } else if (r < 40) {
+      if (Live([](Job&) { return true; }).size() < 14) NewJob(false);
+    } else if (r < 60) {
+      if (Job* j = Pick(Live(running))) {
+        Log("end " + j->name);
+        Delete(*j);
+        ++ended_;
+      }
+    } else if (r < 66) {
+      if (Job* j = Pick(Live([&](Job& j) { return !AllBound(j); }))) {
+        Log("cancel " + j->name);
+        Delete(*j);
+      }
+    } else if (r < 74) {
+      if (Job* j = Pick(Live([&](Job& j) { return j.gang && j.size > 1 && AllBound(j); }))) {
+        const size_t k = rng_() % j->members.size();
+        const std::string failed = j->members[k];
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          j->repairing = true;
+          j->members.erase(j->members.begin() + k);
+        }
+        api.DeletePod("default", failed);
+        const std::string repl = absl::StrCat(failed, "-r");
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          j->members.push_back(repl);
+        }
+        api.PutPod(PodOf(*j, repl));
+        Log(absl::StrCat("fail ", failed, ", replaced by ", repl));
+        ++failures_;
+      }
+    } else if (r < 86) {
+      auto it = nodes_.begin();
+      std::advance(it, rng_() % nodes_.size());
+      if (cordoned_.count(it->first)) {
+        SetCordon(it->first, false);
+      } else if (cordoned_.size() < 3) {
+        SetCordon(it->first, true);
+      }
+    }
+    // A repaired gang is whole again once its replacement is bound.
+    for (Job* j : Live([](Job& j) { return j.repairing; })) {
+      if (AllBound(*j)) {
+        std::lock_guard<std::mutex> lock(mu_);
+        j->repairing = false;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(5 + rng_() % 40));
+  }
+
+  // Every node schedulable, every running job ended as soon as it runs, until no job is left.
+  void Drain() {
+    for (const std::string& n : std::set<std::string>(cordoned_)) SetCordon(n, false);
+    absl::Time progress = absl::Now(), last_dump = absl::Now();
+    while (!Live([](Job&) { return true; }).empty()) {
+      Grow();
+      for (Job* j : Live([&](Job& j) { return AllBound(j); })) {
+        Log("drain: end " + j->name);
+        Delete(*j);
+        ++ended_;
+        progress = absl::Now();
+      }
+      if (std::getenv("TOPOGANG_CHURN_VERBOSE") && absl::Now() - progress > absl::Seconds(3) &&
+          absl::Now() - last_dump > absl::Seconds(3)) {
+        last_dump = absl::Now();
+        std::string pending;
+        for (Job* j : Live([](Job&) { return true; })) {
+          absl::StrAppend(&pending, " ", j->name, " ", j->size, "x", j->gpus, j->pool, ":");
+          for (const std::string& m : j->members) {
+            absl::StrAppend(&pending, " ",
+                            Bound(m) ? "bound" : QueueNameString(emu->WhereIs("default/" + m)));
+          }
+          if (auto r = emu->Record("default/" + j->members[0])) {
+            absl::StrAppend(&pending, " [", j->members[0], ": ", r->last_failure, "]");
+          }
+        }
+        Log("drain: waiting" + pending);
+      }
+      if (absl::Now() - progress > kNoProgress) {
+        std::string pending;
+        for (Job* j : Live([](Job&) { return true; })) {
+          absl::StrAppend(&pending, "\n  ", j->name, " ", j->size, "x", j->gpus, " pool '", j->pool,
+                          "':");
+          for (const std::string& m : j->members) {
+            absl::StrAppend(&pending, " ", m, "@",
+                            Bound(m) ? "bound" : QueueNameString(emu->WhereIs("default/" + m)));
+          }
+        }
+        ADD_FAILURE() << "no job started for " << absl::FormatDuration(kNoProgress)
+                      << "; waiting:" << pending << "\n"
+                      << topogangd.LogTail(60);
+        return;
+      }
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+  }
+
+  std::mt19937_64 rng_;
+  std::map<std::string, NodeSpec> nodes_;  // read-only once SetUp is done, but for `object`
+  int total_gpus_ = 0;
+  std::mutex mu_;  // jobs_' fields the checker reads, violations_
+  std::map<std::string, Job> jobs_;
+  std::vector<Job*> growing_;
+  std::set<std::string> cordoned_;
+  int next_job_ = 0, ended_ = 0, failures_ = 0;
+  std::vector<std::string> log_;
+  std::map<std::string, absl::Time> partial_since_;
+  std::set<std::string> partial_reported_;
+  std::vector<std::string> violations_;
+  std::atomic<bool> stop_checker_{false};
+  std::thread checker_;
+};
+
+TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
+  rng_.seed(GetParam());
+  StartChecker();
+  const absl::Time start = absl::Now();
+  for (int i = 0; i < Steps(); ++i) Step();
+  const absl::Time churned = absl::Now();
+  Drain();
+  const absl::Time drained = absl::Now();
+  StopChecker();
+  for (const std::string& v : Violations()) ADD_FAILURE() << v;
+
+  // Nothing left in topogangd: no reservation, no held bind, every GPU free in its model.
+  bool clean = emu->WaitFor(
+      [&] {
+        auto s = topogangd.Stats();
+        return s.ok() && s->value("reserved_gangs", -1) == 0 &&
+               s->value("running_gangs", -1) == 0 && s->value("held_binds", -1) == 0;
+      },
+      absl::Seconds(10));
+  auto stats = topogangd.Stats();
+  EXPECT_TRUE(clean) << (stats.ok() ? stats->dump() : std::string(stats.status().message()));
+  double free = -1, allocated = -1;
+  for (absl::Time deadline = absl::Now() + absl::Seconds(5); absl::Now() < deadline;) {
+    web::http::client::http_client client(topogangd.url());
+    auto metrics = topogang::testing::PromText::Parse(
+        client.request(web::http::methods::GET, "/metrics").get().extract_utf8string(true).get());
+    ASSERT_TRUE(metrics.ok()) << metrics.status();
+    free = metrics->Get("topogang_gpus", {{"state", "free"}});
+    allocated = metrics->Get("topogang_gpus", {{"state", "allocated"}});
+    if (free == total_gpus_ && allocated == 0) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(allocated, 0);
+  EXPECT_EQ(free, total_gpus_);
+  std::cerr << "seed " << GetParam() << ": " << next_job_ << " jobs, " << ended_ << " ended, "
+            << failures_ << " members failed and replaced; churn "
+            << absl::FormatDuration(churned - start) << ", drain "
+            << absl::FormatDuration(drained - churned) << "\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ChurnEndToEnd, ::testing::ValuesIn(Seeds()));
+
+}  // namespace
+}  // namespace topogang::kubesched
