@@ -347,7 +347,16 @@ class GangLedger {
   // Node name -> when the watch last saw a pod on it end: for kRecentlyFreed after, a node not
   // offered to a pod is not taken as one its gang may never use (kube-scheduler's watch may be
   // behind ours). Cleared past kMaxHints (hints only).
-  absl::flat_hash_map<std::string, absl::Time> freed_at_;
+  // `offered_gpus`: the largest GPU request kube-scheduler has offered the node for since then;
+  // its cache shows that much free there, so a member that size or smaller not offered it was
+  // kept off by its own constraints (a selector, a taint), not by a stale cache.
+  struct Freed {
+    absl::Time at;
+    int64_t offered_gpus = 0;
+  };
+  absl::flat_hash_map<std::string, Freed> freed_at_;
+  // Notes, for the nodes freed moments ago, that kube-scheduler offered them to a pod of `gpus`.
+  void NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus, absl::Time now);
   static constexpr absl::Duration kRecentlyFreed = absl::Seconds(10);
   // Pod key -> when its filter was last refused for lack of room (wake_retry).
   absl::flat_hash_map<std::string, absl::Time> refused_at_;

@@ -159,6 +159,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
   std::vector<GangNotice> notices;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    NoteOfferedLocked(offered, pod.gpus, state_.clock().Now());
     SyncOneLocked(id, &fails);
     if (fills_.contains(id)) ExpireFillsLocked(&fails);
     auto it = gangs_.find(id);
@@ -220,7 +221,8 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           // planned again inside its offer); kept out, a younger gang takes the node.
           std::erase_if(ex, [&](int n) {
             auto f = freed_at_.find(s.cluster().node(n).name);
-            return f != freed_at_.end() && now - f->second < kRecentlyFreed;
+            return f != freed_at_.end() && now - f->second.at < kRecentlyFreed &&
+                   f->second.offered_gpus < spec.gpus_per_member;
           });
           std::vector<int>& hold_ex = hold_excluded_[id];
           std::vector<std::string> queued = {id};

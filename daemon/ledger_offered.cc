@@ -1,12 +1,14 @@
 // Which nodes a pod was not offered, and which of those it may never use (daemon/ledger_util.h).
 // kube-scheduler sends the extender only the nodes that passed its own filters; the difference
 // is what the planner must avoid for the gang, and the part of it refused with room to spare is
-// what a hold for the gang must avoid too.
+// what a hold for the gang must avoid too. A node freed moments ago may not be free yet in
+// kube-scheduler's cache; once it has been offered to a pod as large, it is.
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "daemon/gang_ledger.h"
 #include "daemon/ledger_util.h"
 #include "scheduler/queue_policy.h"
 
@@ -41,6 +43,24 @@ std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<
     }
   }
   return out;
+}
+
+void GangLedger::NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus,
+                                   absl::Time now) {
+  if (freed_at_.empty()) return;
+  bool stale = false;
+  for (const std::string& n : offered) {
+    auto f = freed_at_.find(n);
+    if (f == freed_at_.end()) continue;
+    if (now - f->second.at >= kRecentlyFreed) {
+      stale = true;
+    } else {
+      f->second.offered_gpus = std::max(f->second.offered_gpus, gpus);
+    }
+  }
+  if (stale) {
+    absl::erase_if(freed_at_, [&](const auto& f) { return now - f.second.at >= kRecentlyFreed; });
+  }
 }
 
 }  // namespace topogang

@@ -161,7 +161,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   waiting_since_.erase(key);
   if (!pod.node_name.empty()) {
     if (freed_at_.size() >= kMaxHints) freed_at_.clear();  // only hints
-    freed_at_[pod.node_name] = state_.clock().Now();
+    freed_at_[pod.node_name] = Freed{state_.clock().Now()};
   }
   auto p = by_pod_.find(key);
   if (p == by_pod_.end()) {
