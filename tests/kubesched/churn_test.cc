@@ -277,10 +277,11 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
     static constexpr int kGpus[] = {1, 2, 4, 8, 8};
     j.size = gang ? kSizes[rng_() % 6] : 1;
     j.gpus = kGpus[rng_() % 5];
-    // Every job fits either pool alone (pool b has 48 + 24 GPUs, nodes of 4 in leaf-3).
+    // Every job fits either pool alone, taints aside: pool b has 40 GPUs on untainted 8-GPU
+    // nodes (5) and 24 on 4-GPU nodes (leaf-3), so at most 4 members of 8 GPUs.
     while (j.size * j.gpus > 64) j.gpus /= 2;
     if (rng_() % 10 < 3) j.pool = rng_() % 2 ? "a" : "b";
-    if (j.pool == "b" && j.gpus == 8 && j.size > 6) j.gpus = 4;  // leaf-3's nodes have 4
+    if (j.pool == "b" && j.gpus == 8 && j.size > 4) j.gpus = 4;
     j.tolerates = rng_() % 4 == 0;
     const bool pod_by_pod = gang && rng_() % 3 == 0;
     Log(absl::StrCat("create ", j.name, " ", j.size, "x", j.gpus, j.pool.empty() ? "" : " pool ",
@@ -406,6 +407,7 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
         Log("drain: waiting" + pending);
       }
       if (absl::Now() - progress > kNoProgress) {
+        longest_stall_ = std::max(longest_stall_, absl::Now() - progress);
         std::string pending;
         for (Job* j : Live([](Job&) { return true; })) {
           absl::StrAppend(&pending, "\n  ", j->name, " ", j->size, "x", j->gpus, " pool '", j->pool,
