@@ -312,6 +312,15 @@ void GangLedger::CompleteBarrier(const std::string& id) {
       }
       if (reply) reply(st.ok() ? "" : std::string(st.message()));
       if (last) finish();
+      if (absl::IsNotFound(st)) {
+        // The API server has no such pod: it was deleted, perhaps before its filter reached us
+        // (kube-scheduler's cache lags the API server), so no deletion event will free its slot.
+        PodInfo gone;
+        gone.name = p.binding.pod_name;
+        gone.namespace_ = p.binding.pod_namespace;
+        gone.uid = p.binding.pod_uid;
+        PodDeleted(gone);
+      }
     });
   }
 }
