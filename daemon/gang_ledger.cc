@@ -149,6 +149,7 @@ void GangLedger::Enqueue(Job job) {
 
 void GangLedger::WorkerLoop() {
   absl::Time last_sweep = absl::InfinitePast();
+  absl::Time last_pass = absl::Now();
   uint64_t synced_drops = 0;
   std::unique_lock<std::mutex> lock(jobs_mu_);
   while (!stop_) {
@@ -203,6 +204,17 @@ void GangLedger::WorkerLoop() {
               notices.push_back({"Warning", "GangExpired", id, why, {first}});
           }
           state_.Publish({0, {}, "expire", id, "", why});
+        }
+        // Time alone may have made room (the expiries above, a hold giving up, a tier lapsing):
+        // run the queue, and wake the pods of what it starts.
+        if (options_.queue_pass > absl::ZeroDuration() &&
+            (!ttl.empty() || now - last_pass >= options_.queue_pass)) {
+          last_pass = now;
+          state_.Plan([&](GangScheduler& s) {
+            admission_->Pass(s, state_.clock().Now(), ExclusionLocked(""), HoldExclusionLocked());
+            return 0;
+          });
+          WakeStartedLocked("");
         }
         ExpireFillsLocked(&fails);
         // Looking up every pending gang in the core costs ~0.2 us each under the ledger lock;

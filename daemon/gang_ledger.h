@@ -104,7 +104,19 @@ struct GangLedgerOptions {
   // or 5 minutes. Must exceed podMaxBackoffSeconds (10 s), so that the retry itself, refused
   // again, is a plain refusal and no pod loops. Zero: off.
   absl::Duration wake_retry = absl::Seconds(30);
+  // How often the worker runs the gang queue by itself while gangs wait in it (and at once after
+  // a reservation expires). Time alone changes what may start: a reservation expires, a hold
+  // gives up, a required tier lapses; nothing in the cluster changes, so kube-scheduler does not
+  // ask again about the waiting pods for up to 5 minutes. A gang the queue starts without its own
+  // pod asking (this pass, or another gang's filter) has its pods woken (SetWaker). Zero: off.
+  absl::Duration queue_pass = absl::Seconds(5);
 };
+
+// Asks kube-scheduler to try again the pods of `gang`, which it was told could not fit and now
+// can: GPUs are reserved for it, on `node` among others (kube/: a Node annotation update, a
+// cluster event that moves every pod an extender refused out of kube-scheduler's unschedulable
+// pool). Called under the ledger's lock: must not block or call back into the ledger.
+using WakeFn = std::function<void(const std::string& node, const std::string& gang)>;
 
 // Something worth telling users about, turned into a Kubernetes Event in cluster mode.
 struct GangNotice {
@@ -169,6 +181,12 @@ class GangLedger {
   absl::Status Rebuild(Cluster cluster, const std::vector<PodInfo>& pods);
 
   void SetNotify(std::function<void(const GangNotice&)> notify);
+  // Who wakes waiting pods (see WakeFn); none (the default, standalone mode): nobody. Set before
+  // serving.
+  void SetWaker(WakeFn wake) {
+    std::lock_guard<std::mutex> lock(mu_);
+    wake_ = std::move(wake);
+  }
   // kube-scheduler's preempt verb for `pod` (its candidate nodes: where evicting pods could make
   // room, by its own filters). For a member of a multi-pod gang, topogang preempts whole gangs
   // itself (or reports the preemption under way) and returns true: the caller answers
@@ -334,6 +352,11 @@ class GangLedger {
   std::map<std::string, std::string> waiting_pod_;
   std::map<std::string, std::set<std::string>> waiting_pods_;
   void NoteWaitingPodLocked(const std::string& gang, const std::string& key);
+  // Wakes the pods of every gang the queue started since the last call, but `asker` (the gang
+  // whose filter is running, "" for none): their pods were refused, and wait for kube-scheduler
+  // to ask again.
+  void WakeStartedLocked(const std::string& asker);
+  WakeFn wake_;
   void ForgetWaitingLocked(const std::string& gang);
   // Pending, ungated GPU pods (pod key) -> when the watch first saw them so: the queue's arrival
   // for the pod's gang is no later than that (Admission::Admit's waiting_since). Erased when the

@@ -340,6 +340,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
       pending_.insert(id);
       gangs_.emplace(id, std::move(e));
     }
+    WakeStartedLocked("");
   }
   RunFails(fails);
   return result;
@@ -356,6 +357,32 @@ void GangLedger::NoteWaitingPodLocked(const std::string& gang, const std::string
     it->second = gang;
   }
   waiting_pods_[gang].insert(key);
+}
+
+void GangLedger::WakeStartedLocked(const std::string& asker) {
+  std::vector<std::pair<std::string, std::string>> wakes;  // gang, node
+  state_.With([&](GangScheduler& s) {
+    for (std::string& gang : admission_->TakeStarted()) {
+      if (gang == asker || gangs_.contains(gang)) continue;  // its pod is asking right now
+      const GangRecord* r = s.Find(gang);
+      if (r == nullptr || r->state != GangState::kReserved || r->placement.members.empty()) {
+        continue;
+      }
+      wakes.emplace_back(std::move(gang), s.cluster().node(r->placement.members[0].node).name);
+    }
+    return 0;
+  });
+  for (const auto& [gang, node] : wakes) {
+    if (wake_) wake_(node, gang);
+    state_.Publish({0,
+                    {},
+                    "wake",
+                    gang,
+                    node,
+                    wake_ ? "started by the gang queue while its pods wait; kube-scheduler was "
+                            "asked to try them again"
+                          : "started by the gang queue while its pods wait"});
+  }
 }
 
 void GangLedger::ForgetWaitingLocked(const std::string& gang) {

@@ -22,6 +22,10 @@ inline constexpr char kSpareNodeLabel[] = "topogang.io/spare";
 
 // Written by topogangd on `topogang drain`, read back on every list and watch.
 inline constexpr char kDrainAnnotation[] = "topogang.io/drain";
+// Written by topogangd on one node of a gang it started while that gang's pods waited in
+// kube-scheduler's unschedulable pool: "<RFC 3339 time> <gang>". The change is the point (a
+// cluster event that makes kube-scheduler retry the pods); the value only tells an operator why.
+inline constexpr char kWakeAnnotation[] = "topogang.io/wake";
 
 struct KubeNode {
   std::string name;

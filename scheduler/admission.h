@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -31,6 +32,17 @@ class Admission {
       absl::Time waiting_since = absl::InfiniteFuture()) = 0;
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
   virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
+  // Runs the queue with no gang asking. What may start changes with time too (a reservation
+  // expires, a hold gives up, a required tier lapses), and kube-scheduler asks again about a pod
+  // it was told cannot fit only on a cluster event or after 5 minutes; so the daemon runs the
+  // queue on a timer and wakes the pods of the gangs it starts.
+  virtual void Pass(GangScheduler& /*sched*/, absl::Time /*now*/,
+                    const GangQueue::NodeExclusion& /*exclude*/,
+                    const GangQueue::NodeExclusion& /*hold_exclude*/) {}
+  // The gangs the queue started (by Admit or Pass) since the last call, in start order, the
+  // asking gang's own start included; the list is emptied. A gang started by another gang's
+  // request has pods that were refused and are waiting for kube-scheduler to ask again.
+  virtual std::vector<std::string> TakeStarted() { return {}; }
   // The spec to plan `gang` with outside Admit (preemption, an elastic start), so those see a
   // required tier that has lapsed for it (scheduler/tier_lapse.h) as the queue does.
   virtual GangSpec Effective(const GangScheduler& /*sched*/, const GangSpec& gang,

@@ -31,11 +31,7 @@ void QueueAdmission::ExpireArrivals(absl::Time now) {
   }
 }
 
-absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
-    GangScheduler& sched, const GangSpec& gang, absl::Time now,
-    const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude,
-    absl::Time waiting_since) {
-  last_seen_[gang.name] = now;
+void QueueAdmission::DropStale(GangScheduler& sched, absl::Time now) {
   for (auto it = last_seen_.begin(); it != last_seen_.end();) {
     if (now - it->second > stale_after_) {
       queue_.Remove(sched, it->first);
@@ -44,6 +40,37 @@ absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
       ++it;
     }
   }
+}
+
+void QueueAdmission::Schedule(GangScheduler& sched, absl::Time now,
+                              const GangQueue::NodeExclusion& exclude,
+                              const GangQueue::NodeExclusion& hold_exclude) {
+  std::vector<std::string> started = queue_.Schedule(sched, now, exclude, hold_exclude);
+  if (started_.size() + started.size() > kMaxStarted) started_.clear();
+  started_.insert(started_.end(), std::make_move_iterator(started.begin()),
+                  std::make_move_iterator(started.end()));
+}
+
+void QueueAdmission::Pass(GangScheduler& sched, absl::Time now,
+                          const GangQueue::NodeExclusion& exclude,
+                          const GangQueue::NodeExclusion& hold_exclude) {
+  DropStale(sched, now);
+  if (queue_.size() == 0) return;
+  Schedule(sched, now, exclude, hold_exclude);
+}
+
+std::vector<std::string> QueueAdmission::TakeStarted() {
+  std::vector<std::string> out;
+  out.swap(started_);
+  return out;
+}
+
+absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
+    GangScheduler& sched, const GangSpec& gang, absl::Time now,
+    const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude,
+    absl::Time waiting_since) {
+  last_seen_[gang.name] = now;
+  DropStale(sched, now);
   ExpireArrivals(now);
   const auto [arrival, first_ask] = ArrivalOf(gang.name, waiting_since, now);
   // Started earlier by the queue on behalf of an earlier filter of this gang.
@@ -54,7 +81,7 @@ absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
   if (!queue_.Contains(gang.name)) {
     if (absl::Status s = queue_.Enqueue(gang, arrival); !s.ok()) return s;
   }
-  queue_.Schedule(sched, now, exclude, hold_exclude);
+  Schedule(sched, now, exclude, hold_exclude);
   if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
     last_seen_.erase(gang.name);
     // Started at its first request: it never waited, and most gangs are such, so nothing is

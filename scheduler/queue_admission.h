@@ -18,6 +18,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "scheduler/admission.h"
@@ -34,6 +35,9 @@ class QueueAdmission : public Admission {
       const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude = {},
       absl::Time waiting_since = absl::InfiniteFuture()) override;
   void Forget(GangScheduler& sched, const std::string& gang) override;
+  void Pass(GangScheduler& sched, absl::Time now, const GangQueue::NodeExclusion& exclude,
+            const GangQueue::NodeExclusion& hold_exclude) override;
+  std::vector<std::string> TakeStarted() override;
   GangSpec Effective(const GangScheduler& sched, const GangSpec& gang, absl::Time now) override;
   std::map<std::string, absl::Time> Arrivals(absl::Time now) const override;
   void Seed(const std::map<std::string, absl::Time>& arrivals, absl::Time now) override;
@@ -53,6 +57,12 @@ class QueueAdmission : public Admission {
   // are gone or never ask), and arrivals of gangs that have not asked for kForgetAfter (Forget
   // missed: pods deleted while nobody watched).
   void ExpireArrivals(absl::Time now);
+  // Takes gangs that have not asked for stale_after_ out of the queue.
+  void DropStale(GangScheduler& sched, absl::Time now);
+  // Runs the queue, noting what it started (bounded: a caller that never takes them loses the
+  // oldest, not memory).
+  void Schedule(GangScheduler& sched, absl::Time now, const GangQueue::NodeExclusion& exclude,
+                const GangQueue::NodeExclusion& hold_exclude);
   static constexpr absl::Duration kForgetAfter = absl::Hours(24 * 8);
   static constexpr absl::Duration kExpiryPeriod = absl::Seconds(30);
 
@@ -62,6 +72,8 @@ class QueueAdmission : public Admission {
   // Gangs that had to wait (or were seeded); a gang started at its first request is not kept.
   std::map<std::string, Arrival> arrived_;
   absl::Time expired_at_ = absl::InfinitePast();
+  std::vector<std::string> started_;  // since the last TakeStarted
+  static constexpr size_t kMaxStarted = 100000;
 };
 
 }  // namespace topogang

@@ -199,6 +199,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
            "locality_patience_seconds", "thin_side_patience_seconds", "wake_retry_seconds",
+           "queue_pass_ms",
            "spares", "leader_election", "queue_journal",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
            "max_inflight_body_bytes", "health_port",
@@ -257,6 +258,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                       absl::ToInt64Seconds(c.extender.wake_retry));
   if (!wake.ok()) return wake.status();
   c.extender.wake_retry = absl::Seconds(*wake);
+  auto pass = YamlInt(d, "queue_pass_ms", source, 0, 3600000,
+                      absl::ToInt64Milliseconds(c.extender.queue_pass));
+  if (!pass.ok()) return pass.status();
+  c.extender.queue_pass = absl::Milliseconds(*pass);
   auto parallel = YamlInt(d, "bind_parallelism", source, 1, 256, c.extender.bind_parallelism);
   if (!parallel.ok()) return parallel.status();
   c.extender.bind_parallelism = static_cast<int>(*parallel);

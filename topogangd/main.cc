@@ -44,7 +44,7 @@
 #include "kube/kube_evictor.h"
 #include "kube/kube_sync.h"
 #include "kube/leader_election.h"
-#include "kube/node_drain_writer.h"
+#include "kube/node_annotation_writer.h"
 #include "kube/queue_journal.h"
 #include "scheduler/spares.h"
 #include "topogangd/daemon_config.h"
@@ -194,7 +194,8 @@ int Main(int argc, char** argv) {
   std::unique_ptr<KubeEvictor> evictor;
   std::unique_ptr<KubeSync> sync;
   std::unique_ptr<GroupObjectsWatch> groups;  // PodGroups, JobSets, ... that size gangs
-  std::unique_ptr<NodeDrainWriter> drains;
+  // Drains and wakes, as Node annotations (declared before the ledger, which wakes through it).
+  std::unique_ptr<NodeAnnotationWriter> annotations;
   KubeConfig kube_config;
   TopologyConfig topology;
   if (!kube) {
@@ -260,10 +261,10 @@ int Main(int argc, char** argv) {
     go.gpu_resource = daemon.extender.gpu_resource;
     groups = std::make_unique<GroupObjectsWatch>(std::make_shared<KubeClient>(*kc), go);
     // Drains are kept on the Node objects, so a restart or the standby taking over keeps them.
-    drains = std::make_unique<NodeDrainWriter>(client);
+    annotations = std::make_unique<NodeAnnotationWriter>(client);
     state->SetDrainRecorder(
-        [w = drains.get()](const std::string& node, bool drained, const std::string& reason) {
-          w->Record(node, drained, reason);
+        [w = annotations.get()](const std::string& node, bool drained, const std::string& reason) {
+          w->RecordDrain(node, drained, reason);
         });
   }
   // Before the service, so it outlives it (held binds failed at teardown still count).
@@ -271,6 +272,11 @@ int Main(int argc, char** argv) {
   GangLedger ledger(*state, *binder, daemon.extender);
   if (groups) ledger.SetGroupLookup(groups.get());
   if (evictor) ledger.SetEvictor(evictor.get());
+  if (annotations) {
+    ledger.SetWaker([w = annotations.get()](const std::string& node, const std::string& gang) {
+      w->RecordWake(node, gang);
+    });
+  }
   ExtenderService service(ledger);
   metrics.AttachLedger(&ledger);
   ExtenderHttpServer server(service, daemon.http, &metrics, daemon.transport);

@@ -262,7 +262,7 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
       }
     }
   }
-  // nodes:patch: drains are kept as a Node annotation (kube/node_drain_writer.h); the group
+  // nodes:patch: drains are kept as a Node annotation (kube/node_annotation_writer.h); the group
   // objects that size gangs are listed and watched (kube/group_objects_watch.h); pods/eviction:
   // gang preemption (kube/kube_evictor.h); token and access reviews: agent identity and who may
   // drain (api/reviewers.h).

@@ -12,9 +12,10 @@
 #include <set>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "kube/kube_evictor.h"
 #include "kube/kube_sync.h"
-#include "kube/node_drain_writer.h"
+#include "kube/node_annotation_writer.h"
 #include "tests/support/fake_apiserver.h"
 #include "tests/support/harness.h"
 
@@ -79,18 +80,22 @@ class KubeDaemon {
                                        "nvidia.com/gpu", so);
     sync_->Attach(&h_->ledger(), nullptr);
     h_->ledger().SetEvictor(evictor_.get());
-    drains_ = std::make_unique<NodeDrainWriter>(client_, absl::Milliseconds(10));
+    drains_ = std::make_unique<NodeAnnotationWriter>(client_, absl::Milliseconds(10));
     h_->state().SetDrainRecorder(
         [w = drains_.get()](const std::string& node, bool drained, const std::string& reason) {
-          w->Record(node, drained, reason);
+          w->RecordDrain(node, drained, reason);
         });
+    h_->ledger().SetWaker([w = drains_.get()](const std::string& node, const std::string& gang) {
+      w->RecordWake(node, gang);
+    });
     sync_->Start();
   }
   ~KubeDaemon() {
     h_->state().SetDrainRecorder(nullptr);
+    h_->ledger().SetWaker(nullptr);
     sync_->Stop();
   }
-  NodeDrainWriter& drains() { return *drains_; }
+  NodeAnnotationWriter& drains() { return *drains_; }
 
   testing::Harness& h() { return *h_; }
   KubeSync& sync() { return *sync_; }
@@ -115,7 +120,7 @@ class KubeDaemon {
   std::unique_ptr<KubeEvictor> evictor_;  // before h_: the ledger's evictions call it
   std::unique_ptr<testing::Harness> h_;
   std::unique_ptr<KubeSync> sync_;
-  std::unique_ptr<NodeDrainWriter> drains_;
+  std::unique_ptr<NodeAnnotationWriter> drains_;
 };
 
 std::string Filter1(testing::Harness& h, const Json& pod, const std::vector<std::string>& names) {
@@ -772,6 +777,40 @@ TEST(KubeSyncTest, RestartRegroupsBoundPodsIntoTheirGangs) {
   EXPECT_TRUE(Eventually([&] { return gangs().empty(); }));
   for (int i = 0; i < 8; ++i) EXPECT_EQ(d.FreeOn(names[i]), 8) << names[i];
   EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+// Drains and wakes share one writer: each is its own key of a merge patch, so neither clobbers
+// the other (nor anyone else's annotations), and every wake is a new value (an unchanged
+// annotation would be no event to kube-scheduler).
+TEST(NodeAnnotationWriterTest, DrainsAndWakesAreMergePatchesOfTheirOwnKeys) {
+  FakeApiServer api;
+  AddNodes(api, 2);
+  Json n0 = api.GetNode("gpu-node-000");
+  n0["metadata"]["annotations"]["example.com/owner"] = "infra";
+  api.PutNode(n0);
+  KubeConfig kc;
+  kc.server = api.url();
+  NodeAnnotationWriter w(std::make_shared<KubeClient>(kc), absl::Milliseconds(10));
+  w.RecordDrain("gpu-node-000", true, "cable swap");
+  w.RecordWake("gpu-node-000", "team-a/llm");
+  ASSERT_TRUE(w.WaitIdle(absl::Seconds(10)));
+  Json a = api.GetNode("gpu-node-000")["metadata"]["annotations"];
+  EXPECT_EQ(a["topogang.io/drain"], "cable swap");
+  EXPECT_EQ(a["example.com/owner"], "infra");
+  const std::string first = a["topogang.io/wake"].get<std::string>();
+  EXPECT_TRUE(absl::EndsWith(first, " team-a/llm")) << first;
+  absl::SleepFor(absl::Milliseconds(2));
+  w.RecordWake("gpu-node-000", "team-a/llm");
+  ASSERT_TRUE(w.WaitIdle(absl::Seconds(10)));
+  a = api.GetNode("gpu-node-000")["metadata"]["annotations"];
+  EXPECT_NE(a["topogang.io/wake"].get<std::string>(), first) << "the same value wakes nobody";
+  EXPECT_EQ(a["topogang.io/drain"], "cable swap");
+  // A node gone meanwhile: given up at once (404), the writer goes on.
+  const int64_t written = w.written();
+  w.RecordWake("gpu-node-009", "team-a/llm");
+  w.RecordDrain("gpu-node-001", false, "");
+  ASSERT_TRUE(w.WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(w.written(), written + 1);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // topogang.io/required-tier-max-wait end to end: the real topogangd (cluster mode) behind the
 // kube-scheduler emulator. A 4 x 8-GPU gang that requires one leaf, on two leaves of four nodes
 // with one node of each busy, is refused while the leaf binds; kube-scheduler keeps its pods in
-// its unschedulable queue and retries them on its own; the first retry after the wait places the
-// gang across the two leaves, whole.
+// its unschedulable pool. Nothing happens in the cluster when the wait lapses, so kube-scheduler
+// would not ask again for 5 minutes: topogangd's own queue pass (queue_pass_ms) starts the gang
+// and wakes its pods (a Node annotation update), and the gang binds across the two leaves, whole.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -29,10 +30,8 @@ class TierLapseEndToEnd : public testing::EmulatedDaemonTest {
       n["status"]["allocatable"]["pods"] = "110";
       api.PutNode(n);
     }
-    // kube-scheduler flushes pods that waited in its unschedulable queue after
-    // podMaxInUnschedulablePodsDuration (5 minutes, here 10 s of its time: 1 s real), so the
-    // test does not sit out five minutes; nothing else about its retries changes.
-    StartAll("", [](EmulatorOptions& o) { o.queue.pod_max_in_unschedulable = absl::Seconds(10); });
+    // kube-scheduler's own 5-minute flush (30 s real here) is longer than WaitBound waits.
+    StartAll("queue_pass_ms: 500");
   }
 };
 
@@ -64,6 +63,13 @@ TEST_F(TierLapseEndToEnd, AGangWhoseLeafNeverFreesStartsAcrossLeavesAfterItsWait
   EXPECT_EQ(nodes.size(), 4u);
   EXPECT_EQ(leaves.size(), 2u) << "across both leaves";
   EXPECT_EQ(nodes.count(BoundNode("block-a")) + nodes.count(BoundNode("block-b")), 0u);
+  // Woken by topogangd, on one of the gang's nodes.
+  int woken = 0;
+  for (const std::string& n : nodes) {
+    const Json meta = api.GetNode(n)["metadata"];
+    woken += meta.contains("annotations") && meta["annotations"].contains("topogang.io/wake");
+  }
+  EXPECT_EQ(woken, 1);
 }
 
 }  // namespace

@@ -53,6 +53,11 @@ struct ServiceFixture {
         ledger(state, bind_with ? *bind_with : binder, Options(window, queue)),
         service(ledger),
         names(NodeNames(nodes)) {}
+  ServiceFixture(int nodes, GangLedgerOptions options)
+      : state(GangScheduler(TestCluster(nodes)), clock),
+        ledger(state, binder, std::move(options)),
+        service(ledger),
+        names(NodeNames(nodes)) {}
   static GangLedgerOptions Options(absl::Duration window, QueueOptions queue) {
     GangLedgerOptions o;
     o.bind_window = window;

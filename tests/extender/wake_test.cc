@@ -1,0 +1,160 @@
+// Waking pods kube-scheduler keeps in its unschedulable pool. A pod topogang refused is asked
+// about again only on a cluster event or after 5 minutes, but a gang can become startable with
+// no event: another gang's filter runs the whole queue and starts it, or time alone frees room (a
+// reservation expires). The ledger then calls its waker (in cluster mode a Node annotation
+// update, which kube-scheduler takes as an event) for each gang started without its own pod
+// asking, and runs the queue by itself on a timer (GangLedgerOptions::queue_pass).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "tests/support/service_fixture.h"
+#include "tests/support/test_util.h"
+
+namespace topogang {
+namespace {
+
+namespace t = testing;
+
+// Records the ledger's wakes (gang, node).
+struct Wakes {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> got;
+  WakeFn Fn() {
+    return [this](const std::string& node, const std::string& gang) {
+      std::lock_guard<std::mutex> lock(mu);
+      got.emplace_back(gang, node);
+    };
+  }
+  std::vector<std::pair<std::string, std::string>> Get() {
+    std::lock_guard<std::mutex> lock(mu);
+    return got;
+  }
+  // Waits (real time: the ledger's worker) until something was woken.
+  bool Wait(absl::Duration limit = absl::Seconds(10)) {
+    for (absl::Time end = absl::Now() + limit; absl::Now() < end;) {
+      if (!Get().empty()) return true;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return false;
+  }
+};
+
+GangLedgerOptions Options(absl::Duration queue_pass) {
+  GangLedgerOptions o = t::ServiceFixture::Options(absl::Seconds(10), {});
+  o.queue_pass = queue_pass;
+  return o;
+}
+
+Json Pod(const std::string& gang, int i) { return t::MakePod(t::GangPod(gang, 2, i, 8)); }
+
+// Two 8-GPU nodes with a one-node job bound on the first.
+void BindJob(t::ServiceFixture& f) {
+  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
+  ASSERT_EQ(f.FilterOffered(job, {f.names[0]}).node_names, std::vector<std::string>{f.names[0]});
+  auto bound = f.Bind(job, f.names[0]);
+  ASSERT_EQ(bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+}
+
+std::vector<std::string> ReservedNodes(t::ServiceFixture& f, const std::string& gang) {
+  return f.state.With([&](GangScheduler& s) {
+    std::vector<std::string> nodes;
+    if (const GangRecord* r = s.Find(gang)) {
+      for (const MemberPlacement& m : r->placement.members) {
+        nodes.push_back(s.cluster().node(m.node).name);
+      }
+    }
+    return nodes;
+  });
+}
+
+TEST(WakeTest, AGangStartedByAnotherGangsFilterHasItsPodsWoken) {
+  t::ServiceFixture f(2, Options(absl::ZeroDuration()));  // no timer: only the filters run it
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  BindJob(f);
+  // Both gangs wait (one node free, each needs two); `old` first.
+  EXPECT_TRUE(f.FilterOffered(Pod("old", 0), {f.names[1]}).node_names.empty());
+  f.clock.Advance(absl::Seconds(30));
+  EXPECT_TRUE(f.FilterOffered(Pod("young", 0), {f.names[1]}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
+  EXPECT_TRUE(wakes.Get().empty()) << "a deletion is itself an event kube-scheduler sees";
+  // kube-scheduler retries `young` first: its filter starts `old`, whose pods nobody asks for.
+  EXPECT_TRUE(f.FilterOffered(Pod("young", 0), f.names).node_names.empty());
+  const std::vector<std::string> old_nodes = ReservedNodes(f, "default/old");
+  ASSERT_EQ(old_nodes.size(), 2u) << "the queue started the older gang";
+  auto got = wakes.Get();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, "default/old");
+  EXPECT_NE(std::find(old_nodes.begin(), old_nodes.end(), got[0].second), old_nodes.end())
+      << got[0].second << " is not one of its nodes (kube-scheduler's precheck with queueing "
+      << "hints off moves the pods that fit on the node that changed)";
+  // Its pods, woken, take their slots; nothing more is woken.
+  EXPECT_EQ(f.FilterOffered(Pod("old", 0), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(Pod("old", 1), f.names).node_names.size(), 1u);
+  EXPECT_EQ(wakes.Get().size(), 1u);
+}
+
+TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {
+  t::ServiceFixture f(2, Options(absl::ZeroDuration()));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(Pod("g", 1), f.names).node_names.size(), 1u);
+  EXPECT_TRUE(wakes.Get().empty());
+}
+
+TEST(WakeTest, TheQueueRunsByItselfAndWakesWhatItStarts) {
+  t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  BindJob(f);
+  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
+  // The job ends and no pod asks again (kube-scheduler may not have seen it yet, or its event
+  // came before the pod was parked): the timer's pass starts the gang.
+  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
+  ASSERT_TRUE(wakes.Wait());
+  EXPECT_EQ(wakes.Get()[0].first, "default/g");
+  EXPECT_EQ(ReservedNodes(f, "default/g").size(), 2u);
+  EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
+}
+
+TEST(WakeTest, AnExpiredReservationStartsTheWaitingGangAtOnce) {
+  // The timer is an hour: only the expiry runs the queue.
+  t::ServiceFixture f(2, Options(absl::Hours(1)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  // `first` reserves both nodes, and its second member never comes (a controller that failed).
+  EXPECT_EQ(f.FilterOffered(Pod("first", 0), f.names).node_names.size(), 1u);
+  EXPECT_TRUE(f.FilterOffered(Pod("second", 0), f.names).node_names.empty());
+  ASSERT_TRUE(wakes.Get().empty());
+  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
+                  absl::Seconds(1));
+  ASSERT_TRUE(wakes.Wait()) << "the expiry did not run the queue";
+  EXPECT_EQ(wakes.Get()[0].first, "default/second");
+  EXPECT_EQ(ReservedNodes(f, "default/second").size(), 2u);
+  EXPECT_TRUE(ReservedNodes(f, "default/first").empty());
+}
+
+TEST(WakeTest, WithoutAWakerTheQueueStillStartsTheGang) {
+  // Standalone mode has no API server to write to: the gang is started, and its pods find their
+  // slots when kube-scheduler next asks.
+  t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
+  BindJob(f);
+  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
+  bool started = false;
+  for (absl::Time end = absl::Now() + absl::Seconds(10); !started && absl::Now() < end;) {
+    started = ReservedNodes(f, "default/g").size() == 2;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_TRUE(started);
+}
+
+}  // namespace
+}  // namespace topogang
