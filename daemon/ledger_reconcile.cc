@@ -216,14 +216,16 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
     }
     return;
   }
-  if (e.adopted && !m.bound && !e.running) {
+  if (e.adopted && !m.bound && !e.running && !e.binding) {
     return;  // a regrouped gang's missing member: its reservation goes with the TTL
   }
   // A running gang's member is gone (finished, deleted, or never bound because its binding
-  // failed): its GPUs come back with its pod and its slot is free again, so a replacement pod
-  // filters next to the surviving members (the gang is managed member by member from now on,
-  // like a regrouped one). A gang whose barrier opened is committed in the core: the same.
-  // The node it was on is remembered in the slot: its replacement takes the spare next to it.
+  // failed), or a binding gang's (its binding may be at the API server: if it succeeds, the
+  // callback finds the slot no longer this pod's): its GPUs come back with its pod and its slot is
+  // free again, so a replacement pod filters next to the surviving members (the gang is managed
+  // member by member from now on, like a regrouped one). A gang whose barrier opened is committed
+  // in the core: the same. The node it was on is remembered in the slot: its replacement takes the
+  // spare next to it.
   std::string lost_node;
   state_
       .With([&](GangScheduler& s) {
