@@ -217,13 +217,19 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           ex = NodesNotOffered(s.cluster(), offered);
           // A node freed moments ago may simply not be free yet in kube-scheduler's cache (its
           // watch behind ours): not offered is no sign the gang may not use it. Planned there,
-          // the member is offered its slot once kube-scheduler catches up (or the gang is
-          // planned again inside its offer); kept out, a younger gang takes the node.
-          std::erase_if(ex, [&](int n) {
-            auto f = freed_at_.find(s.cluster().node(n).name);
-            return f != freed_at_.end() && now - f->second.at < kRecentlyFreed &&
-                   f->second.offered_gpus < spec.gpus_per_member;
-          });
+          // the member is offered its slot once kube-scheduler catches up; kept out, a younger
+          // gang takes the node. But once that plan was dropped because this member is not
+          // offered such a node (`replanned`), the gang is planned strictly inside the offer:
+          // either the node is one it may not use (a selector, a taint), and planning there
+          // again would only loop until the moment passed; or kube-scheduler has yet to see the
+          // deletion, and when it does, that event sends this pod back to be tried again.
+          if (!replanned) {
+            std::erase_if(ex, [&](int n) {
+              auto f = freed_at_.find(s.cluster().node(n).name);
+              return f != freed_at_.end() && now - f->second.at < kRecentlyFreed &&
+                     f->second.offered_gpus < spec.gpus_per_member;
+            });
+          }
           std::vector<int>& hold_ex = hold_excluded_[id];
           std::vector<std::string> queued = {id};
           for (const auto& [gang, pods] : waiting_pods_) queued.push_back(gang);
@@ -428,13 +434,13 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
               "a deleted member is retried and placed once topogang has seen the deletion)"));
           decided = true;
         } else if (slot < 0 && !e.planned_in_offer) {
-          // Planned again inside this pod's offer, and still on nodes it was not offered: nodes
-          // freed moments ago, which kube-scheduler's cache may not show free yet. Tried again
-          // after its backoff, not parked until the next cluster event.
+          // Planned again inside this pod's offer, and still on nodes it was not offered (a
+          // defence: the re-plan is strict). Tried again after its backoff, not parked until the
+          // next cluster event.
           result = ErrorResult(absl::StrCat(
               GangLabel(e.spec, e.multi),
-              " is reserved on nodes that freed moments ago and that kube-scheduler did not offer "
-              "this pod yet; it is tried again after its backoff"));
+              " is reserved on nodes kube-scheduler did not offer this pod; it is tried again "
+              "after its backoff"));
           decided = true;
         } else if (slot < 0) {
           result = FailAll(absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
