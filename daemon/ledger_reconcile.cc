@@ -177,6 +177,11 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
         waiting_pods_.erase(g);
         state_.With([&](GangScheduler& s) {
           admission_->Forget(s, gang);
+          // Started meanwhile by the queue (another gang's filter, the timer) for pods that
+          // never came back: its GPUs go now, not after the reservation's TTL.
+          if (const GangRecord* r = s.Find(gang); r && r->state == GangState::kReserved) {
+            (void)s.Release(gang);
+          }
           return 0;
         });
         excluded_.erase(gang);

@@ -124,6 +124,25 @@ TEST(WakeTest, TheQueueRunsByItselfAndWakesWhatItStarts) {
   EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
 }
 
+TEST(WakeTest, AGangStartedByTheQueueWhosePodsAreThenDeletedGivesItsGpusBackAtOnce) {
+  // The churn test: a gang cancelled right after the queue started it held its GPUs for the
+  // reservation's TTL (30 s by default), keeping the next gang out.
+  t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  BindJob(f);
+  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
+  ASSERT_TRUE(wakes.Wait());
+  ASSERT_EQ(f.UsedGpus(), 16);
+  f.ledger.PodDeleted(t::FinishedPod("g-1"));  // never asked: nothing to do
+  EXPECT_EQ(f.UsedGpus(), 16);
+  f.ledger.PodDeleted(t::FinishedPod("g-0"));
+  EXPECT_EQ(f.UsedGpus(), 0);
+  EXPECT_TRUE(ReservedNodes(f, "default/g").empty());
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
 TEST(WakeTest, AnExpiredReservationStartsTheWaitingGangAtOnce) {
   // The timer is an hour: only the expiry runs the queue.
   t::ServiceFixture f(2, Options(absl::Hours(1)));
