@@ -52,6 +52,12 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   ASSERT_TRUE(wake.ok()) << wake.status();
   EXPECT_EQ(wake->extender.wake_retry, absl::ZeroDuration());
   EXPECT_FALSE(ParseDaemonConfig(YAML::Load("{wake_retry_seconds: 5000}"), "x").ok());
+  EXPECT_EQ(now->extender.queue_pass, absl::Seconds(5));  // the default
+  auto pass = ParseDaemonConfig(YAML::Load("{queue_pass_ms: 0}"), "x");
+  ASSERT_TRUE(pass.ok()) << pass.status();
+  EXPECT_EQ(pass->extender.queue_pass, absl::ZeroDuration());
+  EXPECT_FALSE(ParseDaemonConfig(YAML::Load("{queue_pass_ms: -5}"), "x").ok());
+  EXPECT_FALSE(ParseDaemonConfig(YAML::Load("{queue_pass_ms: soon}"), "x").ok());
   auto h =
       ParseDaemonConfig(YAML::Load("{http_threads: 3, max_connections: 64, bind_parallelism: 32, "
                                    "gang_barrier: topogang}"),

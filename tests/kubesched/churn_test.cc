@@ -464,7 +464,7 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
       absl::Seconds(10));
   auto stats = topogangd.Stats();
   EXPECT_TRUE(clean) << (stats.ok() ? stats->dump() : std::string(stats.status().message()));
-  double free = -1, allocated = -1;
+  double free = -1, allocated = -1, wakes = 0;
   for (absl::Time deadline = absl::Now() + absl::Seconds(5); absl::Now() < deadline;) {
     web::http::client::http_client client(topogangd.url());
     auto metrics = topogang::testing::PromText::Parse(
@@ -472,6 +472,7 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     free = metrics->Get("topogang_gpus", {{"state", "free"}});
     allocated = metrics->Get("topogang_gpus", {{"state", "allocated"}});
+    wakes = metrics->Value("topogang_gang_events_total", {{"event", "wake"}}).value_or(0);
     if (free == total_gpus_ && allocated == 0) break;
     absl::SleepFor(absl::Milliseconds(50));
   }
@@ -481,7 +482,8 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
             << failures_ << " members failed and replaced; churn "
             << absl::FormatDuration(churned - start) << ", drain "
             << absl::FormatDuration(drained - churned) << " (longest without a start "
-            << absl::FormatDuration(longest_stall_) << ")\n";
+            << absl::FormatDuration(longest_stall_) << "); " << wakes
+            << " gangs started by the queue while their pods waited, woken\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, ChurnEndToEnd, ::testing::ValuesIn(Seeds()));

@@ -277,6 +277,25 @@ TEST(QueueingHints, NodeChangesBecomeEvents) {
   EXPECT_TRUE(NodeUpdateEvents(before, MakeNode("n", R"({"a": "1"})")).empty());
 }
 
+// topogangd's wake (topogang.io/wake on a Node): an annotation-only change is an event
+// (NodeSchedulingPropertiesChange, since v1.28: kubernetes/kubernetes#118389), which requeues a
+// pod the extender refused (it registers for every event) and not one NodeResourcesFit refused.
+TEST(QueueingHints, ANodeAnnotationChangeRequeuesWhatTheExtenderRefused) {
+  NodePtr before = MakeNode("n");
+  auto annotated = std::make_shared<Node>(*before);
+  annotated->annotations["topogang.io/wake"] = "2026-11-28T00:00:00Z default/g";
+  std::vector<ClusterEvent> events = NodeUpdateEvents(before, annotated);
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].label, "NodeAnnotationChange");
+  PodPtr pod = GpuPod("p", 8);
+  for (bool hints : {true, false}) {
+    EXPECT_EQ(IsPodWorthRequeuing(*pod, {kExtenderPlugin}, events[0], hints),
+              QueueingStrategy::kAfterBackoff);
+    EXPECT_EQ(IsPodWorthRequeuing(*pod, {kNodeResourcesFit}, events[0], hints),
+              QueueingStrategy::kSkip);
+  }
+}
+
 TEST(QueueingHints, WhichEventsRequeueWhichRejections) {
   PodPtr pod = GpuPod("p", 1, R"({"nodeSelector": {"spine": "s1"}})");
   NodePtr wrong = MakeNode("n", R"({"spine": "s0"})");
