@@ -373,11 +373,20 @@ class GangLedger {
   // `offered_gpus`: the largest GPU request kube-scheduler has offered the node for since then;
   // its cache shows that much free there, so a member that size or smaller not offered it was
   // kept off by its own constraints (a selector, a taint), not by a stale cache.
+  // `free_before`: free GPUs on the node just before the deletion; a pod needing more that is
+  // offered the node shows kube-scheduler's cache has applied that deletion, and so (one watch,
+  // in order) every deletion topogangd saw before it: cache_seen_.
   struct Freed {
     absl::Time at;
     int64_t offered_gpus = 0;
+    int64_t free_before = 0;
   };
   absl::flat_hash_map<std::string, Freed> freed_at_;
+  // The latest deletion kube-scheduler's cache is known to have applied (clock time). A node
+  // freed no later than that and not offered was kept off by the pod's own constraints, not by a
+  // stale cache (the churn test: a gang held to one pool planned for seconds on nodes freed in
+  // the other by the same drain).
+  absl::Time cache_seen_ = absl::InfinitePast();
   // Notes, for the nodes freed moments ago, that kube-scheduler offered them to a pod of `gpus`.
   void NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus, absl::Time now);
   static constexpr absl::Duration kRecentlyFreed = absl::Seconds(10);

@@ -227,7 +227,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
             std::erase_if(ex, [&](int n) {
               auto f = freed_at_.find(s.cluster().node(n).name);
               return f != freed_at_.end() && now - f->second.at < kRecentlyFreed &&
-                     f->second.offered_gpus < spec.gpus_per_member;
+                     f->second.at > cache_seen_ && f->second.offered_gpus < spec.gpus_per_member;
             });
           }
           std::vector<int>& hold_ex = hold_excluded_[id];

@@ -2,7 +2,9 @@
 // kube-scheduler sends the extender only the nodes that passed its own filters; the difference
 // is what the planner must avoid for the gang, and the part of it refused with room to spare is
 // what a hold for the gang must avoid too. A node freed moments ago may not be free yet in
-// kube-scheduler's cache; once it has been offered to a pod as large, it is.
+// kube-scheduler's cache; once it has been offered to a pod as large, it is, and once a node that
+// only a deletion made fit for a pod is offered to it, every deletion before that one is in the
+// cache too.
 #include <string>
 #include <vector>
 
@@ -56,6 +58,8 @@ void GangLedger::NoteOfferedLocked(const std::vector<std::string>& offered, int6
       stale = true;
     } else {
       f->second.offered_gpus = std::max(f->second.offered_gpus, gpus);
+      // It could not hold this pod before its deletion: kube-scheduler's cache has that deletion.
+      if (f->second.free_before < gpus) cache_seen_ = std::max(cache_seen_, f->second.at);
     }
   }
   if (stale) {

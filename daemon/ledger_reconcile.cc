@@ -161,7 +161,11 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   waiting_since_.erase(key);
   if (!pod.node_name.empty()) {
     if (freed_at_.size() >= kMaxHints) freed_at_.clear();  // only hints
-    freed_at_[pod.node_name] = Freed{state_.clock().Now()};
+    const int64_t free_before = state_.With([&](GangScheduler& s) {
+      const int n = s.cluster().FindNode(pod.node_name);
+      return n < 0 ? int64_t{0} : int64_t{s.cluster().NodeFreeHealthy(n)};
+    });
+    freed_at_[pod.node_name] = Freed{state_.clock().Now(), 0, free_before};
   }
   auto p = by_pod_.find(key);
   if (p == by_pod_.end()) {
