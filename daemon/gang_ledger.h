@@ -375,7 +375,10 @@ class GangLedger {
   // kept off by its own constraints (a selector, a taint), not by a stale cache.
   // `free_before`: free GPUs on the node just before the deletion; a pod needing more that is
   // offered the node shows kube-scheduler's cache has applied that deletion, and so (one watch,
-  // in order) every deletion topogangd saw before it: cache_seen_.
+  // in order) every deletion topogangd saw before it: cache_seen_. (Counted in topogangd's model,
+  // where GPUs reserved for a gang not yet bound are not free, though kube-scheduler sees them
+  // free: it may conclude early. Then a gang is planned strictly inside its offer, and the
+  // deletion kube-scheduler has yet to apply sends its pods back.)
   struct Freed {
     absl::Time at;
     int64_t offered_gpus = 0;
