@@ -4,6 +4,7 @@
 // extender verbs (extender/) and the Kubernetes sync (kube/) are thin adapters over it.
 //
 // Implementation files, by concern: gang_ledger.cc (entries, worker, expiry), ledger_filter.cc,
+// ledger_replan.cc, ledger_offered.cc, ledger_wake.cc (waking parked pods),
 // ledger_bind.cc (the barrier), ledger_reconcile.cc (API server truth), ledger_regroup.cc.
 //
 // Gang flow. The first member to reach filter plans and reserves the whole gang (all-or-nothing,

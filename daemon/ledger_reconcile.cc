@@ -370,32 +370,6 @@ void GangLedger::NoteWaitingPodLocked(const std::string& gang, const std::string
   waiting_pods_[gang].insert(key);
 }
 
-void GangLedger::WakeStartedLocked(const std::string& asker) {
-  std::vector<std::pair<std::string, std::string>> wakes;  // gang, node
-  state_.With([&](GangScheduler& s) {
-    for (std::string& gang : admission_->TakeStarted()) {
-      if (gang == asker || gangs_.contains(gang)) continue;  // its pod is asking right now
-      const GangRecord* r = s.Find(gang);
-      if (r == nullptr || r->state != GangState::kReserved || r->placement.members.empty()) {
-        continue;
-      }
-      wakes.emplace_back(std::move(gang), s.cluster().node(r->placement.members[0].node).name);
-    }
-    return 0;
-  });
-  for (const auto& [gang, node] : wakes) {
-    if (wake_) wake_(node, gang);
-    state_.Publish({0,
-                    {},
-                    "wake",
-                    gang,
-                    node,
-                    wake_ ? "started by the gang queue while its pods wait; kube-scheduler was "
-                            "asked to try them again"
-                          : "started by the gang queue while its pods wait"});
-  }
-}
-
 void GangLedger::ForgetWaitingLocked(const std::string& gang) {
   auto g = waiting_pods_.find(gang);
   if (g == waiting_pods_.end()) return;

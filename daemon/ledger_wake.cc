@@ -1,0 +1,40 @@
+// Waking pods kube-scheduler parked. It asks again about a pod topogang refused only on a
+// cluster event or after 5 minutes, but a gang can become startable without one: another gang's
+// filter runs the whole queue and starts it, or the worker's timed queue pass does (a reservation
+// expired, a hold gave up, a required tier lapsed). Each gang started so, without its own pod
+// asking, is woken through the WakeFn (cluster mode: a Node annotation, kube/).
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "daemon/gang_ledger.h"
+
+namespace topogang {
+
+void GangLedger::WakeStartedLocked(const std::string& asker) {
+  std::vector<std::pair<std::string, std::string>> wakes;  // gang, node
+  state_.With([&](GangScheduler& s) {
+    for (std::string& gang : admission_->TakeStarted()) {
+      if (gang == asker || gangs_.contains(gang)) continue;  // its pod is asking right now
+      const GangRecord* r = s.Find(gang);
+      if (r == nullptr || r->state != GangState::kReserved || r->placement.members.empty()) {
+        continue;
+      }
+      wakes.emplace_back(std::move(gang), s.cluster().node(r->placement.members[0].node).name);
+    }
+    return 0;
+  });
+  for (const auto& [gang, node] : wakes) {
+    if (wake_) wake_(node, gang);
+    state_.Publish({0,
+                    {},
+                    "wake",
+                    gang,
+                    node,
+                    wake_ ? "started by the gang queue while its pods wait; kube-scheduler was "
+                            "asked to try them again"
+                          : "started by the gang queue while its pods wait"});
+  }
+}
+
+}  // namespace topogang
