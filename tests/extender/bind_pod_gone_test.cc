@@ -36,23 +36,34 @@ class GoneBinder : public Binder {
   }
 };
 
-TEST(BindPodGoneTest, AGangWhosePodsAreGoneWhenItBindsGivesItsGpusBack) {
-  GoneBinder gone;
-  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gone);
+// Gang `cancelled` of `size` x 1 GPU: every member filtered and sent to bind.
+std::vector<std::future<std::string>> FilterAndBind(testing::ServiceFixture& f, int size) {
   std::vector<std::future<std::string>> binds;
-  for (int i = 0; i < 2; ++i) {
-    const Json pod = MakePod(GangPod("cancelled", 2, i, 1));
+  for (int i = 0; i < size; ++i) {
+    const Json pod = MakePod(GangPod("cancelled", size, i, 1));
     binds.push_back(f.Bind(pod, f.FilterOne(pod)));
   }
-  for (auto& b : binds) {
-    ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-    EXPECT_NE(b.get().find("no such pod"), std::string::npos);
-  }
+  return binds;
+}
+
+// Every GPU back (the releases may run on the worker: waited for) and no gang left.
+void ExpectNothingHeld(testing::ServiceFixture& f) {
   for (int i = 0; i < 500 && f.UsedGpus() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(f.UsedGpus(), 0);
   const GangLedger::Stats st = f.ledger.GetStats();
   EXPECT_EQ(st.running_gangs + st.reserved_gangs, 0);
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+TEST(BindPodGoneTest, AGangWhosePodsAreGoneWhenItBindsGivesItsGpusBack) {
+  GoneBinder gone;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gone);
+  std::vector<std::future<std::string>> binds = FilterAndBind(f, 2);
+  for (auto& b : binds) {
+    ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_NE(b.get().find("no such pod"), std::string::npos);
+  }
+  ExpectNothingHeld(f);
 }
 
 // Each binding waits until the test answers it: the order of answers and deletions is the
@@ -93,11 +104,7 @@ class GatedBinder : public Binder {
 TEST(BindPodGoneTest, AGangCancelledWhileItBindsGivesEveryGpuBack) {
   GatedBinder gate;
   testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
-  std::vector<std::future<std::string>> binds;
-  for (int i = 0; i < 3; ++i) {
-    const Json pod = MakePod(GangPod("cancelled", 3, i, 1));
-    binds.push_back(f.Bind(pod, f.FilterOne(pod)));
-  }
+  std::vector<std::future<std::string>> binds = FilterAndBind(f, 3);
   for (int i = 0; i < 3; ++i) gate.WaitArrived(absl::StrCat("cancelled-", i));
   auto done = [&](int i) {
     return binds[i].wait_for(std::chrono::seconds(20)) == std::future_status::ready;
@@ -113,11 +120,7 @@ TEST(BindPodGoneTest, AGangCancelledWhileItBindsGivesEveryGpuBack) {
   ASSERT_TRUE(done(1));
   gate.Answer("cancelled-2", absl::NotFoundError("pods \"cancelled-2\" not found"));
   ASSERT_TRUE(done(2));
-  for (int i = 0; i < 500 && f.UsedGpus() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
-  EXPECT_EQ(f.UsedGpus(), 0);
-  const GangLedger::Stats st = f.ledger.GetStats();
-  EXPECT_EQ(st.running_gangs + st.reserved_gangs, 0);
-  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+  ExpectNothingHeld(f);
 }
 
 }  // namespace

@@ -73,6 +73,15 @@ std::vector<std::string> ReservedNodes(t::ServiceFixture& f, const std::string& 
   });
 }
 
+// Gang g (2 x 8) waits behind the job; the job ends and no pod asks again (kube-scheduler may
+// not have seen it yet, or its event came before g's pod was parked): the timer's pass starts g.
+void StartedByTheTimer(t::ServiceFixture& f, Wakes& wakes) {
+  BindJob(f);
+  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
+  ASSERT_TRUE(wakes.Wait());
+}
+
 TEST(WakeTest, AGangStartedByAnotherGangsFilterHasItsPodsWoken) {
   t::ServiceFixture f(2, Options(absl::ZeroDuration()));  // no timer: only the filters run it
   Wakes wakes;
@@ -113,12 +122,7 @@ TEST(WakeTest, TheQueueRunsByItselfAndWakesWhatItStarts) {
   t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  BindJob(f);
-  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
-  // The job ends and no pod asks again (kube-scheduler may not have seen it yet, or its event
-  // came before the pod was parked): the timer's pass starts the gang.
-  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
-  ASSERT_TRUE(wakes.Wait());
+  ASSERT_NO_FATAL_FAILURE(StartedByTheTimer(f, wakes));
   EXPECT_EQ(wakes.Get()[0].first, "default/g");
   EXPECT_EQ(ReservedNodes(f, "default/g").size(), 2u);
   EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
@@ -130,10 +134,7 @@ TEST(WakeTest, AGangStartedByTheQueueWhosePodsAreThenDeletedGivesItsGpusBackAtOn
   t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  BindJob(f);
-  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
-  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
-  ASSERT_TRUE(wakes.Wait());
+  ASSERT_NO_FATAL_FAILURE(StartedByTheTimer(f, wakes));
   ASSERT_EQ(f.UsedGpus(), 16);
   f.ledger.PodDeleted(t::FinishedPod("g-1"));  // never asked: nothing to do
   EXPECT_EQ(f.UsedGpus(), 16);
