@@ -391,6 +391,11 @@ class GangLedger {
   // stale cache (the churn test: a gang held to one pool planned for seconds on nodes freed in
   // the other by the same drain).
   absl::Time cache_seen_ = absl::InfinitePast();
+  // The nodes gang `id`, not offered `not_offered` now, may never use: those refused with room
+  // now (NodesRefusedWithRoom) and at earlier filters, while still not offered.
+  std::vector<int> NodesItMayNeverUseLocked(const GangScheduler& s, const std::string& id,
+                                            const std::vector<int>& not_offered,
+                                            int gpus_per_member) const;
   // Notes, for the nodes freed moments ago, that kube-scheduler offered them to a pod of `gpus`.
   void NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus, absl::Time now);
   static constexpr absl::Duration kRecentlyFreed = absl::Seconds(10);

@@ -231,9 +231,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
             });
           }
           std::vector<int>& hold_ex = hold_excluded_[id];
-          std::vector<std::string> queued = {id};
-          for (const auto& [gang, pods] : waiting_pods_) queued.push_back(gang);
-          hold_ex = NodesRefusedWithRoom(s, ex, spec.gpus_per_member, queued);
+          hold_ex = NodesItMayNeverUseLocked(s, id, ex, spec.gpus_per_member);
           for (int n : NodeIndexes(s.cluster(), *avoid)) {
             ex.push_back(n);
             hold_ex.push_back(n);

@@ -5,6 +5,7 @@
 // kube-scheduler's cache; once it has been offered to a pod as large, it is, and once a node that
 // only a deletion made fit for a pod is offered to it, every deletion before that one is in the
 // cache too.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,27 @@ std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<
     }
   }
   return out;
+}
+
+std::vector<int> GangLedger::NodesItMayNeverUseLocked(const GangScheduler& s, const std::string& id,
+                                                      const std::vector<int>& not_offered,
+                                                      int gpus_per_member) const {
+  std::vector<std::string> queued = {id};
+  for (const auto& [gang, pods] : waiting_pods_) queued.push_back(gang);
+  std::vector<int> known = NodesRefusedWithRoom(s, not_offered, gpus_per_member, queued);
+  // A node refused with room at an earlier filter and still not offered stays one it may never
+  // use, though full now (another gang reserved it meanwhile): forgotten, a queue pass started the
+  // gang there once it freed, its woken pods were not offered it, and gangs took turns at that
+  // for good (the churn test: three large gangs, 20 s).
+  if (auto it = hold_excluded_.find(id); it != hold_excluded_.end()) {
+    absl::flat_hash_set<int> still(not_offered.begin(), not_offered.end());
+    for (int n : it->second) {
+      if (still.contains(n)) known.push_back(n);
+    }
+  }
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  return known;
 }
 
 void GangLedger::NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus,

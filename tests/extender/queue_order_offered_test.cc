@@ -74,6 +74,31 @@ TEST(QueueOrderOfferedTest, AGangIsNeverStartedByAnotherOnANodeItWasRefusedWithR
   EXPECT_EQ(f.state.With([](GangScheduler& s) { return s.Find("default/old") != nullptr; }), false);
 }
 
+// The same, when the node was full at the gang's later filters (another job took it): a node
+// refused with room once stays one the gang may never use while it is not offered.
+TEST(QueueOrderOfferedTest, ANodeRefusedWithRoomOnceStaysRefusedWhileFull) {
+  t::ServiceFixture f(3);
+  const std::string n0 = f.names[0], n1 = f.names[1], n2 = f.names[2];
+  auto bind_one = [&](const std::string& name, const std::string& node) {
+    const Json pod = t::MakePod(t::GangPod(name, 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(pod, {node}).node_names, std::vector<std::string>{node});
+    ASSERT_EQ(f.Bind(pod, node).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  };
+  bind_one("job", n0);
+  // old may use n0 and n1 only: n2 had room and was not offered.
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n1}).node_names.empty());
+  bind_one("blocker", n2);
+  f.clock.Advance(absl::Seconds(30));
+  // n2 is full now, and old still is not offered it.
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n1}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("blocker-0", n2));
+  f.clock.Advance(absl::Seconds(30));
+  // young's filter runs the queue: old first, but n0 is busy and n2 is not for it.
+  const auto y = f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n1, n2}).node_names;
+  EXPECT_EQ(y.size(), 1u) << "old was started on n2 (refused to it with room at its first filter)";
+  EXPECT_EQ(f.state.With([](GangScheduler& s) { return s.Find("default/old") != nullptr; }), false);
+}
+
 // The watch race: topogangd sees the job end before kube-scheduler does, so the old gang's next
 // pod is offered only the node that was free before. A node freed moments ago and not offered
 // is no sign the gang may not use it: the old gang starts (its member takes the offered node,
@@ -130,51 +155,47 @@ TEST(QueueOrderOfferedTest, TheGangWaitingLongerStartsWhateverKubeSchedulerAsksF
 TEST(QueueOrderOfferedTest, AGangWaitsFromWhenItsGatesWereRemoved) { WatchOrder(true); }
 
 // A gang started by another gang's queue pass is planned without its own offer, so it can land
-// on nodes that were full at its last filter and that it may never use (another pool). Its
+// on nodes that were full at its every filter and that it may never use (another pool). Its
 // member then finds no slot it was offered and the gang is planned again inside the offer. That
 // must work every time: counted against the re-plan limit for members that disagree, it was
-// refused for good after three such starts, and parked by kube-scheduler for five minutes.
+// refused for good after three such starts, and parked by kube-scheduler for five minutes. Each
+// time the gang learns the nodes (refused with room once its reservation there is dropped), and
+// is not started there again.
 TEST(QueueOrderOfferedTest, AGangStartedOnNodesItMayNotUseIsPlannedAgainEveryTime) {
-  t::ServiceFixture f(8);  // racks n0-n3 and n4-n7
+  t::ServiceFixture f(10);  // racks n0-n3, n4-n7, n8-n9
   const std::vector<std::string>& n = f.names;
-  auto run = [&](const std::string& name, const std::string& node) {
-    const Json pod = t::MakePod(t::GangPod(name, 1, 0, 8));
-    ASSERT_EQ(f.FilterOffered(pod, {node}).node_names, std::vector<std::string>{node});
-    ASSERT_EQ(f.Bind(pod, node).wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  };
-  // Long jobs: `sel` (nodes n4-n7 only) has n4 free in its pool, and the other gangs n0 + n1.
-  for (int i : {2, 3, 5, 6, 7}) ASSERT_NO_FATAL_FAILURE(run(absl::StrCat("hog", i), n[i]));
-  const Json sel = TwoWaitingGangs::Pod("sel", 0);
-  std::vector<std::string> other_on(2);
-  auto start_other = [&](int k) {  // gang other<k> on n0 + n1
+  auto run = [&](const std::string& gang, int first) {  // a 2 x 8 gang on n[first], n[first+1]
     std::vector<std::future<std::string>> bound;
     for (int m = 0; m < 2; ++m) {
-      const Json pod = TwoWaitingGangs::Pod(absl::StrCat("other", k), m);
-      const auto r = f.FilterOffered(pod, {n[0], n[1], n[4]});
-      ASSERT_EQ(r.node_names.size(), 1u) << "other" << k << " member " << m;
-      EXPECT_NE(r.node_names[0], n[4]);
-      other_on[m] = r.node_names[0];
+      const Json pod = TwoWaitingGangs::Pod(gang, m);
+      const auto r = f.FilterOffered(pod, {n[first], n[first + 1]});
+      ASSERT_EQ(r.node_names.size(), 1u) << gang << " member " << m;
       bound.push_back(f.Bind(pod, r.node_names[0]));
     }
     for (auto& b : bound)
       ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   };
-  ASSERT_NO_FATAL_FAILURE(start_other(0));
-  for (int k = 0; k < 6; ++k) {  // twice the ledger's limit of three counted re-plans
+  const Json hog = t::MakePod(t::GangPod("hog", 1, 0, 8));
+  ASSERT_EQ(f.FilterOffered(hog, {n[8]}).node_names, std::vector<std::string>{n[8]});
+  ASSERT_EQ(f.Bind(hog, n[8]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  // Four pairs of nodes busy with long jobs; `sel` may use n9 only (its pool), so never starts.
+  for (int k = 0; k < 4; ++k) ASSERT_NO_FATAL_FAILURE(run(absl::StrCat("job", k), 2 * k));
+  const Json sel = TwoWaitingGangs::Pod("sel", 0);
+  for (int k = 0; k < 4; ++k) {  // one more than the ledger's limit of three counted re-plans
     SCOPED_TRACE(absl::StrCat("round ", k));
-    // sel asks while n0 and n1 are full: kube-scheduler offers it n4 only, and no room there.
-    EXPECT_TRUE(f.FilterOffered(sel, {n[4]}).node_names.empty());
+    // sel asks while pair k is full: kube-scheduler offers it n9 only.
+    EXPECT_TRUE(f.FilterOffered(sel, {n[9]}).node_names.empty());
     f.clock.Advance(absl::Seconds(30));
     for (int m = 0; m < 2; ++m) {
-      f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("other", k, "-", m), other_on[m]));
+      f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("job", k, "-", m), n[2 * k + m]));
     }
     f.clock.Advance(absl::Seconds(11));  // past kRecentlyFreed
-    // The next gang's filter runs the queue: sel, older, is started on n0 + n1.
-    const Json next = TwoWaitingGangs::Pod(absl::StrCat("other", k + 1), 0);
-    EXPECT_TRUE(f.FilterOffered(next, {n[0], n[1], n[4]}).node_names.empty());
+    // The next gang's filter runs the queue: sel, older, is started on pair k.
+    const Json next = TwoWaitingGangs::Pod(absl::StrCat("next", k), 0);
+    EXPECT_TRUE(f.FilterOffered(next, {n[2 * k], n[2 * k + 1]}).node_names.empty());
     ASSERT_TRUE(f.state.With([](GangScheduler& s) { return s.Find("default/sel") != nullptr; }));
-    // sel's member is offered n4 only: planned again there, it cannot start, and says so.
-    const auto r = f.FilterOffered(sel, {n[4]});
+    // sel's member is offered n9 only: planned again there, it cannot start, and says so.
+    const auto r = f.FilterOffered(sel, {n[9]});
     EXPECT_TRUE(r.node_names.empty());
     std::string why = r.error;  // an error when its last refusal was long ago (wake_retry)
     for (const auto& [node, reason] : r.failed_unresolvable) absl::StrAppend(&why, "; ", reason);
@@ -183,7 +204,8 @@ TEST(QueueOrderOfferedTest, AGangStartedOnNodesItMayNotUseIsPlannedAgainEveryTim
     EXPECT_FALSE(f.state.With([](GangScheduler& s) { return s.Find("default/sel") != nullptr; }))
         << "sel's reservation on nodes it may not use is released";
     f.clock.Advance(absl::Seconds(1));
-    ASSERT_NO_FATAL_FAILURE(start_other(k + 1));
+    // The next gang's pods now take pair k, and sel is not started there again meanwhile.
+    ASSERT_NO_FATAL_FAILURE(run(absl::StrCat("next", k), 2 * k));
   }
 }
 
