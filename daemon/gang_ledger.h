@@ -286,6 +286,9 @@ class GangLedger {
   bool AllAssignedLocked(const Entry& e) const;
   // True when every slot is bound or arrived at its current node.
   bool AllArrivedLocked(const Entry& e, const std::vector<std::string>& nodes) const;
+  // A binding found its pod gone (NotFound): its member gives its GPUs back, as its deletion
+  // would (none may come: the pod may have been deleted before topogangd saw it).
+  void PodGoneAtBind(const PodBinding& b);
   // Runs a binding on the pool; `done` gets the result on a pool thread.
   void BindAsync(PodBinding b, std::function<void(absl::Status)> done);
   std::optional<std::string> AdoptBoundLocked(const PodInfo& pod);

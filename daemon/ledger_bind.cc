@@ -107,7 +107,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
     Notify({"Warning", "GangBarrierFallback", id, msg, {args}});
   }
   if (direct) {
-    BindAsync(binding, [this, key, id, done = std::move(done)](absl::Status st) {
+    BindAsync(binding, [this, key, id, binding, done = std::move(done)](absl::Status st) {
       if (st.ok() && !id.empty()) {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto p = by_pod_.find(key); p != by_pod_.end()) {
@@ -115,9 +115,20 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         }
       }
       done(st.ok() ? "" : std::string(st.message()));
+      if (absl::IsNotFound(st) && !id.empty()) PodGoneAtBind(binding);
     });
   }
   if (open_barrier) Enqueue([this, id] { CompleteBarrier(id); });
+}
+
+void GangLedger::PodGoneAtBind(const PodBinding& b) {
+  // The API server has no such pod: it was deleted, perhaps before its filter reached us
+  // (kube-scheduler's cache lags the API server), so no deletion event will free its slot.
+  PodInfo gone;
+  gone.name = b.pod_name;
+  gone.namespace_ = b.pod_namespace;
+  gone.uid = b.pod_uid;
+  PodDeleted(gone);
 }
 
 bool GangLedger::AllAssignedLocked(const Entry& e) const {
@@ -312,15 +323,7 @@ void GangLedger::CompleteBarrier(const std::string& id) {
       }
       if (reply) reply(st.ok() ? "" : std::string(st.message()));
       if (last) finish();
-      if (absl::IsNotFound(st)) {
-        // The API server has no such pod: it was deleted, perhaps before its filter reached us
-        // (kube-scheduler's cache lags the API server), so no deletion event will free its slot.
-        PodInfo gone;
-        gone.name = p.binding.pod_name;
-        gone.namespace_ = p.binding.pod_namespace;
-        gone.uid = p.binding.pod_uid;
-        PodDeleted(gone);
-      }
+      if (absl::IsNotFound(st)) PodGoneAtBind(p.binding);
     });
   }
 }

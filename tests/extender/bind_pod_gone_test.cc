@@ -123,5 +123,29 @@ TEST(BindPodGoneTest, AGangCancelledWhileItBindsGivesEveryGpuBack) {
   ExpectNothingHeld(f);
 }
 
+// A member whose binding failed (the API server was briefly unavailable) is retried alone once
+// its gang runs; if its pod is gone by then, that binding is the only sign of it, and its GPU
+// must come back (before 2026-11-27 it was held by a running gang until a restart).
+TEST(BindPodGoneTest, AMemberRetriedAloneWhosePodIsGoneGivesItsGpuBack) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  std::vector<std::future<std::string>> binds = FilterAndBind(f, 2);
+  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("cancelled-", i));
+  gate.Answer("cancelled-0", absl::OkStatus());
+  gate.Answer("cancelled-1", absl::UnavailableError("the API server is restarting"));
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  ASSERT_EQ(f.UsedGpus(), 2);
+  // kube-scheduler retries member 1 onto its reserved node; the pod was deleted meanwhile.
+  const Json pod = MakePod(GangPod("cancelled", 2, 1, 1));
+  const std::string node = f.FilterOne(pod);
+  gate.Answer("cancelled-1", absl::NotFoundError("pods \"cancelled-1\" not found"));
+  auto retry = f.Bind(pod, node);
+  ASSERT_EQ(retry.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_NE(retry.get().find("not found"), std::string::npos);
+  for (int i = 0; i < 500 && f.UsedGpus() > 1; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(f.UsedGpus(), 1) << "member 0 runs; member 1's GPU is back";
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
+}
+
 }  // namespace
 }  // namespace topogang
