@@ -96,7 +96,13 @@ TEST_F(SparesEndToEnd, OrdinaryWorkAvoidsSparesAndALostMemberTakesTheSpareOfItsL
   api.PutNode(broken);
   api.DeletePod("default", lost_pod);
   api.PutPod(GangPod(lost_pod + "r", gang, 3, 8));
-  ASSERT_TRUE(WaitBound({lost_pod + "r"})) << topogangd.LogTail(30);
+  ASSERT_TRUE(WaitBound({lost_pod + "r"})) << topogangd.LogTail(30) << [&] {
+    auto r = emu->Record("default/" + lost_pod + "r");
+    return r ? absl::StrCat("attempts ", r->attempts, " fit ", r->fit_errors, " err ", r->errors,
+                            " bind ", r->bind_attempts, "/", r->bind_failures,
+                            " last: ", r->last_failure)
+             : std::string("no record");
+  }();
   EXPECT_EQ(BoundNode(lost_pod + "r"), kLabelled)
       << "the replacement goes to the spare next to its peers";
   EXPECT_NE(topogangd.Log().find(
