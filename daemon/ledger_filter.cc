@@ -440,6 +440,13 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
               " is reserved on nodes kube-scheduler did not offer this pod; it is tried again "
               "after its backoff"));
           decided = true;
+        } else if (slot < 0 && e.binding) {
+          // A replacement for a member deleted while the gang's bindings are still at the API
+          // server: it is placed next to the survivors once they are done. An Error, so it comes
+          // back after its backoff; refused, it waited up to 5 minutes (SparesEndToEnd, loaded).
+          result = ErrorResult(absl::StrCat(GangLabel(e.spec, e.multi), " is being bound; pod ",
+                                            pod.Key(), " is placed once its bindings are done"));
+          decided = true;
         } else if (slot < 0) {
           result = FailAll(absl::StrCat("topogang: ", GangLabel(e.spec, e.multi),
                                         " holds GPUs on nodes that kube-scheduler did not offer "

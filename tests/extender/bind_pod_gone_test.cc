@@ -147,5 +147,28 @@ TEST(BindPodGoneTest, AMemberRetriedAloneWhosePodIsGoneGivesItsGpuBack) {
   EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
 }
 
+// A member deleted (its node failed) while the gang's bindings are still at the API server, and
+// its controller's replacement asks at once: it gets an Error (back after its backoff), not a
+// refusal kube-scheduler parks for 5 minutes, and once the bindings are done it is placed.
+// Found by SparesEndToEnd on a loaded machine (the binding answers came late).
+TEST(BindPodGoneTest, AReplacementThatAsksWhileItsGangBindsIsTriedAgain) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  std::vector<std::future<std::string>> binds = FilterAndBind(f, 2);
+  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("cancelled-", i));
+  f.ledger.PodDeleted(testing::FinishedPod("cancelled-1"));
+  Json replacement = MakePod(GangPod("cancelled", 2, 1, 1));
+  replacement["metadata"]["name"] = "cancelled-1r";
+  replacement["metadata"]["uid"] = "uid-cancelled-1r";
+  ExtenderFilterResult r = f.FilterOffered(replacement, f.names);
+  EXPECT_TRUE(r.node_names.empty());
+  EXPECT_NE(r.error.find("is being bound"), std::string::npos)
+      << r.error << (r.failed_unresolvable.empty() ? "" : r.failed_unresolvable[0].second);
+  gate.Answer("cancelled-0", absl::OkStatus());
+  gate.Answer("cancelled-1", absl::NotFoundError("pods \"cancelled-1\" not found"));
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_EQ(f.FilterOne(replacement).empty(), false) << "placed next to the survivor";
+}
+
 }  // namespace
 }  // namespace topogang
