@@ -109,6 +109,21 @@ bool GangQueue::Plannable(const GangScheduler& sched, const GangSpec& gang) {
   return !(levels[2] >= 0 && levels[0] >= 0 && levels[2] < levels[0]);
 }
 
+absl::StatusOr<const GangRecord*> GangQueue::ReserveOffClaim(GangScheduler& sched,
+                                                             const GangSpec& gang,
+                                                             const std::vector<int>& claim,
+                                                             absl::Time now) {
+  const std::vector<int> hidden = sched.MaskNodes(claim);
+  absl::StatusOr<const GangRecord*> r = sched.Reserve(gang, now);
+  sched.UnmaskNodes(hidden);
+  if (r.ok() && ((*r)->placement.bandwidth_gbps < BestBandwidth(sched.cluster(), gang) ||
+                 (*r)->placement.thin_level >= 0)) {
+    (void)sched.Release(gang.name);  // worse than it may get on the claim: plan it with it
+    return absl::ResourceExhaustedError("no placement as good off the claim");
+  }
+  return r;
+}
+
 std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time now,
                                              const NodeExclusion& exclude,
                                              const NodeExclusion& hold_exclude) {
@@ -139,6 +154,8 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   // for gangs the planner would refuse with ResourceExhausted, not InvalidArgument.
   using Shape = std::tuple<int, std::string, std::string, std::string, int, std::string, bool>;
   std::map<Shape, int> failed;  // shape -> fewest members that found no room
+  std::vector<int> clear;       // the claim kept clear (QueueOptions::keep_claim_clear)
+  bool clear_taken = false;
   for (Entry& entry : waiting_) {
     kept.push_back(std::move(entry));
     Entry& e = kept.back();
@@ -165,7 +182,8 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     if (!known_no_room) {
       const std::vector<int> masked =
           exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
-      r = sched.Reserve(e.spec, now);
+      if (!clear.empty()) r = ReserveOffClaim(sched, e.spec, clear, now);
+      if (!r.ok()) r = sched.Reserve(e.spec, now);
       if (!r.ok() && may_borrow) {
         // Slurm's backfill rule: run on held GPUs when estimated to end before the hold starts.
         for (size_t h : holders) {
@@ -235,14 +253,19 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     bool starved = now - e.enqueued >= options_.starvation_threshold &&
                    e.spec.total_gpus() >= options_.hold_min_gpus &&
                    r.status().code() == absl::StatusCode::kResourceExhausted;
-    bool holds = false;
+    bool holds = false, claimed = false;
     if (starved && static_cast<int>(holders.size()) < options_.max_holds) {
+      claimed = true;
       // GPUs held on nodes the gang may never use would idle while the nodes it can use went
       // to backfill.
       const std::vector<int> masked =
           hold_exclude ? sched.MaskNodes(hold_exclude(e.spec)) : std::vector<int>{};
       holds = GrowHold(sched, e, now);
       sched.UnmaskNodes(masked);
+    }
+    if (claimed && options_.keep_claim_clear && !clear_taken && !e.claim.empty()) {
+      clear_taken = true;  // GrowHold chose its claim even if the hold has not started
+      clear = e.claim;
     }
     if (holds) {
       holders.push_back(kept.size() - 1);

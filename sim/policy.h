@@ -41,6 +41,7 @@ struct QueueOverrides {
   int backfill_into_holds = -1;        // 0/1
   double hold_horizon_s = -1;
   int hold_domain_soonest = -1;  // 0/1
+  int keep_claim_clear = -1;     // 0/1
   double thin_side_patience_s = -1;
 };
 

@@ -198,7 +198,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
-           "locality_patience_seconds", "thin_side_patience_seconds", "wake_retry_seconds",
+           "locality_patience_seconds", "thin_side_patience_seconds", "keep_claim_clear",
+           "wake_retry_seconds",
            "queue_pass_ms",
            "spares", "leader_election", "queue_journal",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
@@ -254,6 +255,9 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                       absl::ToInt64Seconds(c.extender.queue.thin_side_patience));
   if (!thin.ok()) return thin.status();
   c.extender.queue.thin_side_patience = absl::Seconds(*thin);
+  auto clear = YamlBool(d, "keep_claim_clear", source, c.extender.queue.keep_claim_clear);
+  if (!clear.ok()) return clear.status();
+  c.extender.queue.keep_claim_clear = *clear;
   auto wake = YamlInt(d, "wake_retry_seconds", source, 0, 3600,
                       absl::ToInt64Seconds(c.extender.wake_retry));
   if (!wake.ok()) return wake.status();
