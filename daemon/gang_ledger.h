@@ -356,10 +356,12 @@ class GangLedger {
   std::map<std::string, std::string> waiting_pod_;
   std::map<std::string, std::set<std::string>> waiting_pods_;
   void NoteWaitingPodLocked(const std::string& gang, const std::string& key);
-  // Wakes the pods of every gang the queue started since the last call, but `asker` (the gang
-  // whose filter is running, "" for none): their pods were refused, and wait for kube-scheduler
-  // to ask again.
-  void WakeStartedLocked(const std::string& asker);
+  // Wakes the pods of every gang the queue started since the last call: their pods were
+  // refused, and wait for kube-scheduler to ask again. Not `asker` (the gang whose pod
+  // `asker_pod` is filtering; "" for none) unless other pods of it were refused before.
+  void WakeStartedLocked(const std::string& asker, const std::string& asker_pod = "");
+  // Whether pods of `gang` other than `pod` were refused and wait (waiting_pods_).
+  bool OthersWaitLocked(const std::string& gang, const std::string& pod) const;
   WakeFn wake_;
   void ForgetWaitingLocked(const std::string& gang);
   // Pending, ungated GPU pods (pod key) -> when the watch first saw them so: the queue's arrival

@@ -269,7 +269,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
         }
         return ReserveBestOffered(s, spec, usable, now);
       });
-      WakeStartedLocked(id);
+      WakeStartedLocked(id, key);
       if (!st.ok()) {
         std::string reason = absl::StrCat("topogang: ", GangLabel(spec, multi),
                                           " cannot be placed now: ", st.message());

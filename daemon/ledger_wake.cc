@@ -11,11 +11,20 @@
 
 namespace topogang {
 
-void GangLedger::WakeStartedLocked(const std::string& asker) {
+bool GangLedger::OthersWaitLocked(const std::string& gang, const std::string& pod) const {
+  auto it = waiting_pods_.find(gang);
+  if (it == waiting_pods_.end()) return false;
+  return it->second.size() > (it->second.contains(pod) ? 1u : 0u);
+}
+
+void GangLedger::WakeStartedLocked(const std::string& asker, const std::string& asker_pod) {
   std::vector<std::pair<std::string, std::string>> wakes;  // gang, node
   state_.With([&](GangScheduler& s) {
     for (std::string& gang : admission_->TakeStarted()) {
-      if (gang == asker || gangs_.contains(gang)) continue;  // its pod is asking right now
+      if (gangs_.contains(gang)) continue;
+      // The asker's pod is asking right now, but its other pods that were refused before may
+      // be parked: woken too, or they wait for an unrelated event while its reservation runs out.
+      if (gang == asker && !OthersWaitLocked(gang, asker_pod)) continue;
       const GangRecord* r = s.Find(gang);
       if (r == nullptr || r->state != GangState::kReserved || r->placement.members.empty()) {
         continue;

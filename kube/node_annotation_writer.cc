@@ -83,6 +83,11 @@ void NodeAnnotationWriter::Run() {
       } else if (r.ok() && r->status == 404) {
         last_error = "the node no longer exists";
         break;
+      } else if (r.ok() && r->status / 100 == 4 && r->status != 409 && r->status != 429) {
+        // Refused for good (RBAC, an admission webhook that denies Node updates, a bad
+        // request): retrying would only hold up the writes queued behind this one.
+        last_error = absl::StrCat("HTTP ", r->status, " (not retried): ", r->body.substr(0, 200));
+        break;
       } else {
         last_error = r.ok() ? absl::StrCat("HTTP ", r->status, ": ", r->body.substr(0, 200))
                             : std::string(r.status().message());

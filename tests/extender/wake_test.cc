@@ -109,6 +109,25 @@ TEST(WakeTest, AGangStartedByAnotherGangsFilterHasItsPodsWoken) {
   EXPECT_EQ(wakes.Get().size(), 1u);
 }
 
+TEST(WakeTest, AGangStartedByOneOfItsPodsWakesItsOtherRefusedPods) {
+  t::ServiceFixture f(2, Options(absl::ZeroDuration()));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  BindJob(f);
+  // Both pods of g were refused: kube-scheduler parked them.
+  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(Pod("g", 1), {f.names[1]}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
+  // g-0 comes back first (an error answer's backoff, an event it alone was moved by) and starts
+  // g; g-1 stays parked unless woken, and g's reservation would run out with one pod arrived.
+  EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
+  auto got = wakes.Get();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first, "default/g");
+  EXPECT_EQ(f.FilterOffered(Pod("g", 1), f.names).node_names.size(), 1u);
+  EXPECT_EQ(wakes.Get().size(), 1u);
+}
+
 TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {
   t::ServiceFixture f(2, Options(absl::ZeroDuration()));
   Wakes wakes;

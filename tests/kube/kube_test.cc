@@ -816,5 +816,25 @@ TEST(NodeAnnotationWriterTest, DrainsAndWakesAreMergePatchesOfTheirOwnKeys) {
   EXPECT_EQ(w.written(), written + 1);
 }
 
+TEST(NodeAnnotationWriterTest, AWriteRefusedForGoodIsNotRetriedAndHoldsUpNothing) {
+  // An admission webhook or RBAC that denies Node updates answers 4xx: retrying it (here every
+  // hour) would keep a drain queued behind a wake waiting that long.
+  FakeApiServer api;
+  AddNodes(api, 2);
+  api.RequireToken("not-ours");  // every request from the writer: 401
+  KubeConfig kc;
+  kc.server = api.url();
+  NodeAnnotationWriter w(std::make_shared<KubeClient>(kc), absl::Hours(1));
+  w.RecordWake("gpu-node-000", "team-a/llm");
+  ASSERT_TRUE(w.WaitIdle(absl::Seconds(10))) << "a 401 was retried";
+  EXPECT_EQ(w.written(), 0);
+  api.RequireToken("");
+  w.RecordDrain("gpu-node-001", true, "cable swap");
+  ASSERT_TRUE(w.WaitIdle(absl::Seconds(10)));
+  EXPECT_EQ(w.written(), 1);
+  EXPECT_EQ(api.GetNode("gpu-node-001")["metadata"]["annotations"]["topogang.io/drain"],
+            "cable swap");
+}
+
 }  // namespace
 }  // namespace topogang
