@@ -397,10 +397,16 @@ class GangLedger {
   // the other by the same drain).
   absl::Time cache_seen_ = absl::InfinitePast();
   // The nodes gang `id`, not offered `not_offered` now, may never use: those refused with room
-  // now (NodesRefusedWithRoom) and at earlier filters, while still not offered.
+  // now (NodesRefusedWithRoom) but the `exempt` ones (sorted: freed moments ago, maybe not yet
+  // free in kube-scheduler's cache), and those refused so at earlier filters, while still not
+  // offered.
   std::vector<int> NodesItMayNeverUseLocked(const GangScheduler& s, const std::string& id,
                                             const std::vector<int>& not_offered,
+                                            const std::vector<int>& exempt,
                                             int gpus_per_member) const;
+  // Of `not_offered`, the nodes freed moments ago that kube-scheduler may not have seen free.
+  std::vector<int> FreedUnseenLocked(const GangScheduler& s, const std::vector<int>& not_offered,
+                                     int gpus_per_member, absl::Time now) const;
   // Notes, for the nodes freed moments ago, that kube-scheduler offered them to a pod of `gpus`.
   void NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus, absl::Time now);
   static constexpr absl::Duration kRecentlyFreed = absl::Seconds(10);
@@ -413,12 +419,10 @@ class GangLedger {
   // without only the nodes it may never use (hold_excluded_): what it was not offered at its
   // last filter includes nodes that were merely full then, and a node that has freed since is
   // one it can take. Otherwise whichever gang asks first once a node frees takes it, whatever
-  // the queue's order.
-  GangQueue::NodeExclusion ExclusionLocked(const std::string& current) const {
-    return [this, current](const GangSpec& g) {
-      return g.name == current ? ExcludedFor(g) : ExcludedFor(g, hold_excluded_);
-    };
-  }
+  // the queue's order. Gangs behind `current` in the pass are also kept off asker_exempt_.
+  GangQueue::NodeExclusion ExclusionLocked(const std::string& current) const;
+  // While a gang planned again strictly inside its offer is admitted: its FreedUnseenLocked.
+  std::vector<int> asker_exempt_;
   GangQueue::NodeExclusion HoldExclusionLocked() const {
     return [this](const GangSpec& g) { return ExcludedFor(g, hold_excluded_); };
   }

@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
@@ -223,23 +224,25 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           // either the node is one it may not use (a selector, a taint), and planning there
           // again would only loop until the moment passed; or kube-scheduler has yet to see the
           // deletion, and when it does, that event sends this pod back to be tried again.
+          // Either way it is not one it may never use (hold_ex keeps queue passes off it).
+          const std::vector<int> exempt = FreedUnseenLocked(s, ex, spec.gpus_per_member, now);
           if (!replanned) {
-            std::erase_if(ex, [&](int n) {
-              auto f = freed_at_.find(s.cluster().node(n).name);
-              return f != freed_at_.end() && now - f->second.at < kRecentlyFreed &&
-                     f->second.at > cache_seen_ && f->second.offered_gpus < spec.gpus_per_member;
-            });
+            std::erase_if(ex, [&](int n) { return absl::c_binary_search(exempt, n); });
           }
           std::vector<int>& hold_ex = hold_excluded_[id];
-          hold_ex = NodesItMayNeverUseLocked(s, id, ex, spec.gpus_per_member);
+          hold_ex = NodesItMayNeverUseLocked(s, id, ex, exempt, spec.gpus_per_member);
           for (int n : NodeIndexes(s.cluster(), *avoid)) {
             ex.push_back(n);
             hold_ex.push_back(n);
           }
+          // Planned strictly, it leaves them free, but not to a gang behind it in this pass: once
+          // offered them (the deletion's event sends its pod back) it takes them first.
+          if (replanned) asker_exempt_ = exempt;
           absl::Status admitted = admission_
                                       ->Admit(s, spec, now, ExclusionLocked(id),
                                               HoldExclusionLocked(), WaitingSinceLocked(pod))
                                       .status();
+          asker_exempt_.clear();
           if (elastic_min > 0 && absl::IsResourceExhausted(admitted) &&
               StartElasticLocked(s, spec, elastic_min, now).ok()) {
             admission_->Forget(s, id);  // started smaller: it no longer waits in the queue

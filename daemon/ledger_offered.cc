@@ -6,9 +6,11 @@
 // only a deletion made fit for a pod is offered to it, every deletion before that one is in the
 // cache too.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "daemon/gang_ledger.h"
@@ -50,10 +52,15 @@ std::vector<int> NodesRefusedWithRoom(const GangScheduler& s, const std::vector<
 
 std::vector<int> GangLedger::NodesItMayNeverUseLocked(const GangScheduler& s, const std::string& id,
                                                       const std::vector<int>& not_offered,
+                                                      const std::vector<int>& exempt,
                                                       int gpus_per_member) const {
   std::vector<std::string> queued = {id};
   for (const auto& [gang, pods] : waiting_pods_) queued.push_back(gang);
-  std::vector<int> known = NodesRefusedWithRoom(s, not_offered, gpus_per_member, queued);
+  std::vector<int> fresh;  // not offered, and not merely unseen free by kube-scheduler
+  for (int n : not_offered) {
+    if (!absl::c_binary_search(exempt, n)) fresh.push_back(n);
+  }
+  std::vector<int> known = NodesRefusedWithRoom(s, fresh, gpus_per_member, queued);
   // A node refused with room at an earlier filter and still not offered stays one it may never
   // use, though full now (another gang reserved it meanwhile): forgotten, a queue pass started the
   // gang there once it freed, its woken pods were not offered it, and gangs took turns at that
@@ -67,6 +74,33 @@ std::vector<int> GangLedger::NodesItMayNeverUseLocked(const GangScheduler& s, co
   std::sort(known.begin(), known.end());
   known.erase(std::unique(known.begin(), known.end()), known.end());
   return known;
+}
+
+std::vector<int> GangLedger::FreedUnseenLocked(const GangScheduler& s,
+                                               const std::vector<int>& not_offered,
+                                               int gpus_per_member, absl::Time now) const {
+  std::vector<int> out;
+  for (int n : not_offered) {
+    auto f = freed_at_.find(s.cluster().node(n).name);
+    if (f != freed_at_.end() && now - f->second.at < kRecentlyFreed && f->second.at > cache_seen_ &&
+        f->second.offered_gpus < gpus_per_member) {
+      out.push_back(n);
+    }
+  }
+  return out;
+}
+
+GangQueue::NodeExclusion GangLedger::ExclusionLocked(const std::string& current) const {
+  auto behind = std::make_shared<bool>(false);  // the queue plans its gangs in order
+  return [this, current, behind](const GangSpec& g) {
+    if (g.name == current) {
+      *behind = true;
+      return ExcludedFor(g);
+    }
+    std::vector<int> out = ExcludedFor(g, hold_excluded_);
+    if (*behind) out.insert(out.end(), asker_exempt_.begin(), asker_exempt_.end());
+    return out;
+  };
 }
 
 void GangLedger::NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus,

@@ -265,6 +265,55 @@ TEST(QueueOrderOfferedTest, ANodeFreedMomentsAgoButOfferedToAPodAsLargeIsNotOneI
   FreedMomentsAgo(true);
 }
 
+// The same, with a younger gang waiting too. The older gang, planned again strictly inside its
+// offer, is refused, and leaves the freed nodes free: not to the younger gang in the same queue
+// pass (before, that pass started it there, on nodes its pod was not offered either), nor as
+// nodes the older gang may never use (they would keep later passes off them for it). When the
+// younger gang's pod asks once kube-scheduler has caught up, its filter's pass starts the older
+// gang there first.
+TEST(QueueOrderOfferedTest, AGangPlannedAgainInsideItsOfferKeepsItsTurnOnTheNodesFreedMomentsAgo) {
+  t::ServiceFixture f(8);
+  const std::vector<std::string>& n = f.names;
+  for (int i : {2, 3, 5, 6, 7}) {
+    const Json pod = t::MakePod(t::GangPod(absl::StrCat("hog", i), 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(pod, {n[i]}).node_names, std::vector<std::string>{n[i]});
+    ASSERT_EQ(f.Bind(pod, n[i]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  }
+  std::vector<std::future<std::string>> bound;
+  std::vector<std::string> job_on;  // a 2-node job on n0 + n1
+  for (int m = 0; m < 2; ++m) {
+    const Json pod = TwoWaitingGangs::Pod("job", m);
+    const auto r = f.FilterOffered(pod, {n[0], n[1]});
+    ASSERT_EQ(r.node_names.size(), 1u);
+    bound.push_back(f.Bind(pod, r.node_names[0]));
+    job_on.push_back(r.node_names[0]);
+  }
+  for (auto& b : bound) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
+  f.clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[4]}).node_names.empty());
+  f.clock.Advance(absl::Seconds(1));
+  for (int m = 0; m < 2; ++m) {
+    f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("job-", m), job_on[m]));
+  }
+  // old asks before kube-scheduler's cache shows n0 and n1 free: refused (FreedMomentsAgo).
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
+  // young asks after: old is started on them, young waits.
+  EXPECT_TRUE(
+      f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[0], n[1], n[4]}).node_names.empty());
+  std::vector<std::string> reserved = f.state.With([](GangScheduler& s) {
+    std::vector<std::string> out;
+    if (const GangRecord* r = s.Find("default/old")) {
+      for (const MemberPlacement& m : r->placement.members) {
+        out.push_back(s.cluster().node(m.node).name);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  });
+  EXPECT_EQ(reserved, (std::vector<std::string>{n[0], n[1]}));
+}
+
 // One drain frees a node in each pool. The gang held to pool a is offered its pool's node that
 // only that drain made fit for it: kube-scheduler's cache has applied the drain, and so every
 // deletion topogangd saw before it. The pool-b node freed just before is not offered for the
