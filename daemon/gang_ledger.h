@@ -339,16 +339,17 @@ class GangLedger {
   std::set<std::string> fills_;     // adopted gangs with reserved missing members (may be stale)
   // Pods seen in filter without GPUs or gang -> their spec.schedulerName.
   absl::flat_hash_map<std::string, std::string> passthrough_;
-  struct Replans {
+  struct Replans {  // counted re-plans for unoffered slots; `last`: clock time of the last
     int count = 0;
-    absl::Time last;  // clock time of the last counted re-plan
+    absl::Time last;
   };
-  std::map<std::string, Replans> replans_;  // gang -> counted re-plans for unoffered slots
+  std::map<std::string, Replans> replans_;
   // gang -> model nodes kube-scheduler did not offer its pods at its last reservation attempt
   // (indexes into the current model: cleared when it is rebuilt).
   std::map<std::string, std::vector<int>> excluded_;
-  // gang -> of those, the nodes refused although they had room for a member (NodesRefusedWithRoom):
-  // the nodes a hold for it must not claim. The same lifetime as excluded_.
+  // gang -> the nodes it may never use: refused although they had room for a member
+  // (NodesRefusedWithRoom), and those it avoids while a gang of one waits. No hold for it, and no
+  // queue pass for another gang, may use them. The same lifetime as excluded_.
   std::map<std::string, std::vector<int>> hold_excluded_;
   // Pods that filtered while their gang could not be reserved (it waits in the admission queue,
   // holding no slot): pod key -> gang, and gang -> its pods. When the last of them is deleted the
@@ -360,8 +361,7 @@ class GangLedger {
   // refused, and wait for kube-scheduler to ask again. Not `asker` (the gang whose pod
   // `asker_pod` is filtering; "" for none) unless other pods of it were refused before.
   void WakeStartedLocked(const std::string& asker, const std::string& asker_pod = "");
-  // Whether pods of `gang` other than `pod` were refused and wait (waiting_pods_).
-  bool OthersWaitLocked(const std::string& gang, const std::string& pod) const;
+  bool OthersWaitLocked(const std::string& gang, const std::string& pod) const;  // waiting_pods_
   WakeFn wake_;
   void ForgetWaitingLocked(const std::string& gang);
   // Pending, ungated GPU pods (pod key) -> when the watch first saw them so: the queue's arrival
@@ -446,8 +446,8 @@ class GangLedger {
     PodBinding pod;  // the preemptor pod that started it (events go there)
   };
   std::map<std::string, Preemption> preempting_;  // by preemptor gang
-  // A filter reason when a preemption for `spec` was started or is under way, nullopt when
-  // preemption cannot help (no plan, or a victim topogang cannot evict).
+  // A filter reason when a preemption for `spec` was started or is under way, nullopt when it
+  // cannot help (no plan, or a victim topogang cannot evict).
   std::optional<std::string> PreemptLocked(const GangSpec& spec, const PodInfo& pod,
                                            const std::vector<std::string>& offered,
                                            std::vector<std::pair<BindCallback, std::string>>* fails,
@@ -462,8 +462,7 @@ class GangLedger {
   absl::Status StartElasticLocked(GangScheduler& s, const GangSpec& spec, int min_members,
                                   absl::Time now);
   // A pod of running elastic gang `id` with no free slot: one more member in the start domain,
-  // among the offered nodes. Its slot on success (the pod then binds alone), otherwise the
-  // filter's answer.
+  // among the offered nodes. Its slot (it binds alone), or the filter's answer.
   absl::StatusOr<int> GrowElasticLocked(const std::string& id, Entry& e, const PodInfo& pod,
                                         const std::string& key,
                                         const std::vector<std::string>& offered,
@@ -471,18 +470,20 @@ class GangLedger {
   ElasticGangs elastic_;
 
   // Per-job exclusion (daemon/ledger_exclusion.cc): the nodes `gang` avoids by name (its pod's
-  // topogang.io/avoid-nodes, where its members failed within failed_node_memory, and slow nodes
-  // when it is large).
+  // avoid-nodes, where its members failed within failed_node_memory, slow nodes if large).
   absl::StatusOr<std::vector<std::string>> AvoidedNodesLocked(const GangSpec& gang,
                                                               const PodInfo& pod);
+  // Admit, and a reservation the queue made that touches `avoid` (sorted) is planned again.
+  absl::StatusOr<const GangRecord*> AdmitAvoidingLocked(GangScheduler& s, const GangSpec& spec,
+                                                        const std::vector<std::string>& avoid,
+                                                        absl::Time now, absl::Time waiting_since);
   void RecordFailureLocked(const std::string& gang, const std::string& node);
   static std::vector<int> NodeIndexes(const Cluster& c, const std::vector<std::string>& names);
   static constexpr size_t kMaxAvoidedNodes = 1000;
   std::map<std::string, std::map<std::string, absl::Time>> failed_on_;  // gang -> node -> when
   std::function<void(const GangNotice&)> notify_;
   std::atomic<const GroupObjectLookup*> lookup_{nullptr};
-  // Pod key -> the last membership error posted as a Warning event (one event per change, not
-  // one per filter retry).
+  // Pod key -> the last membership error posted as a Warning event (once per change).
   std::map<std::string, std::string> warned_;
   void WarnMembership(const PodInfo& pod, const std::string& message);
 
@@ -491,8 +492,7 @@ class GangLedger {
   std::deque<Job> jobs_;
   bool stop_ = false;
   std::thread worker_;
-  // Destroyed before the maps its callbacks touch.
-  std::unique_ptr<EvictionQueue> evictions_;
+  std::unique_ptr<EvictionQueue> evictions_;  // destroyed before the maps its callbacks touch
   // Last: destroyed first, answering queued bindings while the ledger is still whole.
   std::unique_ptr<BindPool> pool_;
 };

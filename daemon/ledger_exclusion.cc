@@ -100,4 +100,26 @@ std::vector<int> GangLedger::NodeIndexes(const Cluster& c, const std::vector<std
   return out;
 }
 
+absl::StatusOr<const GangRecord*> GangLedger::AdmitAvoidingLocked(
+    GangScheduler& s, const GangSpec& spec, const std::vector<std::string>& avoid, absl::Time now,
+    absl::Time waiting_since) {
+  const std::string& id = spec.name;
+  auto admit = [&] {
+    return admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked(),
+                             waiting_since);
+  };
+  absl::StatusOr<const GangRecord*> r = admit();
+  if (!r.ok() || avoid.empty()) return r;
+  for (const MemberPlacement& m : (*r)->placement.members) {
+    if (m.node >= 0 &&
+        std::binary_search(avoid.begin(), avoid.end(), s.cluster().node(m.node).name)) {
+      // Started earlier by a queue pass that did not know what it avoids (a model rebuild
+      // forgets it): planned again without those nodes, keeping its place in line.
+      (void)s.Release(id);
+      return admit();
+    }
+  }
+  return r;
+}
+
 }  // namespace topogang

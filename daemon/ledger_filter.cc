@@ -238,10 +238,8 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           // Planned strictly, it leaves them free, but not to a gang behind it in this pass: once
           // offered them (the deletion's event sends its pod back) it takes them first.
           if (replanned) asker_exempt_ = exempt;
-          absl::Status admitted = admission_
-                                      ->Admit(s, spec, now, ExclusionLocked(id),
-                                              HoldExclusionLocked(), WaitingSinceLocked(pod))
-                                      .status();
+          absl::Status admitted =
+              AdmitAvoidingLocked(s, spec, *avoid, now, WaitingSinceLocked(pod)).status();
           asker_exempt_.clear();
           if (elastic_min > 0 && absl::IsResourceExhausted(admitted) &&
               StartElasticLocked(s, spec, elastic_min, now).ok()) {
@@ -252,11 +250,10 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           return admitted;
         }
         if (!avoid->empty()) excluded_[id] = hold_excluded_[id] = NodeIndexes(s.cluster(), *avoid);
-        auto r = admission_->Admit(s, spec, now, ExclusionLocked(id), HoldExclusionLocked(),
-                                   WaitingSinceLocked(pod));
-        excluded_.erase(id);  // a gang of one is planned once; nothing to keep
-        hold_excluded_.erase(id);
+        auto r = AdmitAvoidingLocked(s, spec, *avoid, now, WaitingSinceLocked(pod));
+        excluded_.erase(id);  // planned once; while it waits, queue passes keep off what it avoids
         if (!r.ok()) return r.status();
+        hold_excluded_.erase(id);
         // A gang of one needs its node among those kube-scheduler offered (its own filters may
         // have rejected the planner's pick); otherwise take the best fit among the offered.
         const Cluster& c = s.cluster();

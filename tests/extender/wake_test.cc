@@ -128,6 +128,21 @@ TEST(WakeTest, AGangStartedByOneOfItsPodsWakesItsOtherRefusedPods) {
   EXPECT_EQ(wakes.Get().size(), 1u);
 }
 
+TEST(WakeTest, TheTimersPassDoesNotStartAWaitingGangOfOneOnANodeItAvoids) {
+  t::ServiceFixture f(2, Options(absl::Milliseconds(5)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  BindJob(f);
+  t::PodOpts o = t::GangPod("solo", 1, 0, 8);
+  o.annotations["topogang.io/avoid-nodes"] = f.names[1];
+  EXPECT_TRUE(f.FilterOffered(t::MakePod(o), {f.names[1]}).node_names.empty());
+  absl::SleepFor(absl::Milliseconds(100));  // twenty passes: before, the first one started it
+  f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
+  ASSERT_TRUE(wakes.Wait());
+  EXPECT_EQ(wakes.Get()[0], std::make_pair(std::string("default/solo"), f.names[0]))
+      << "started on the node it avoids";
+}
+
 TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {
   t::ServiceFixture f(2, Options(absl::ZeroDuration()));
   Wakes wakes;
