@@ -209,6 +209,26 @@ TEST(QueueOrderOfferedTest, AGangStartedOnNodesItMayNotUseIsPlannedAgainEveryTim
   }
 }
 
+// Eight nodes: one-node jobs bound on n2, n3, n5, n6, n7 and a 2-node job on n0 + n1; the
+// job's node per member into `job_on`. n4 is free.
+void HogsAndATwoNodeJob(t::ServiceFixture& f, std::vector<std::string>* job_on) {
+  const std::vector<std::string>& n = f.names;
+  for (int i : {2, 3, 5, 6, 7}) {
+    const Json pod = t::MakePod(t::GangPod(absl::StrCat("hog", i), 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(pod, {n[i]}).node_names, std::vector<std::string>{n[i]});
+    ASSERT_EQ(f.Bind(pod, n[i]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  }
+  std::vector<std::future<std::string>> bound;
+  for (int m = 0; m < 2; ++m) {
+    const Json pod = TwoWaitingGangs::Pod("job", m);
+    const auto r = f.FilterOffered(pod, {n[0], n[1]});
+    ASSERT_EQ(r.node_names.size(), 1u);
+    bound.push_back(f.Bind(pod, r.node_names[0]));
+    job_on->push_back(r.node_names[0]);
+  }
+  for (auto& b : bound) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+}
+
 // The same blind spot within one filter: a gang asks right after a job ended, before
 // kube-scheduler's cache shows the job's nodes free, and is planned there (a node freed moments
 // ago is not taken as one it may never use). Its member is not offered them: the gang is planned
@@ -219,21 +239,8 @@ TEST(QueueOrderOfferedTest, AGangStartedOnNodesItMayNotUseIsPlannedAgainEveryTim
 void FreedMomentsAgo(bool kube_scheduler_saw_it) {
   t::ServiceFixture f(8);
   const std::vector<std::string>& n = f.names;
-  for (int i : {2, 3, 5, 6, 7}) {
-    const Json pod = t::MakePod(t::GangPod(absl::StrCat("hog", i), 1, 0, 8));
-    ASSERT_EQ(f.FilterOffered(pod, {n[i]}).node_names, std::vector<std::string>{n[i]});
-    ASSERT_EQ(f.Bind(pod, n[i]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  }
-  std::vector<std::future<std::string>> bound;
-  std::vector<std::string> job_on;  // a 2-node job on n0 + n1
-  for (int m = 0; m < 2; ++m) {
-    const Json pod = TwoWaitingGangs::Pod("job", m);
-    const auto r = f.FilterOffered(pod, {n[0], n[1]});
-    ASSERT_EQ(r.node_names.size(), 1u);
-    bound.push_back(f.Bind(pod, r.node_names[0]));
-    job_on.push_back(r.node_names[0]);
-  }
-  for (auto& b : bound) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  std::vector<std::string> job_on;
+  ASSERT_NO_FATAL_FAILURE(HogsAndATwoNodeJob(f, &job_on));
   const Json sel = TwoWaitingGangs::Pod("sel", 0);
   EXPECT_TRUE(f.FilterOffered(sel, {n[4]}).node_names.empty());
   f.clock.Advance(absl::Seconds(1));
@@ -274,21 +281,8 @@ TEST(QueueOrderOfferedTest, ANodeFreedMomentsAgoButOfferedToAPodAsLargeIsNotOneI
 TEST(QueueOrderOfferedTest, AGangPlannedAgainInsideItsOfferKeepsItsTurnOnTheNodesFreedMomentsAgo) {
   t::ServiceFixture f(8);
   const std::vector<std::string>& n = f.names;
-  for (int i : {2, 3, 5, 6, 7}) {
-    const Json pod = t::MakePod(t::GangPod(absl::StrCat("hog", i), 1, 0, 8));
-    ASSERT_EQ(f.FilterOffered(pod, {n[i]}).node_names, std::vector<std::string>{n[i]});
-    ASSERT_EQ(f.Bind(pod, n[i]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  }
-  std::vector<std::future<std::string>> bound;
-  std::vector<std::string> job_on;  // a 2-node job on n0 + n1
-  for (int m = 0; m < 2; ++m) {
-    const Json pod = TwoWaitingGangs::Pod("job", m);
-    const auto r = f.FilterOffered(pod, {n[0], n[1]});
-    ASSERT_EQ(r.node_names.size(), 1u);
-    bound.push_back(f.Bind(pod, r.node_names[0]));
-    job_on.push_back(r.node_names[0]);
-  }
-  for (auto& b : bound) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  std::vector<std::string> job_on;
+  ASSERT_NO_FATAL_FAILURE(HogsAndATwoNodeJob(f, &job_on));
   EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
   f.clock.Advance(absl::Seconds(1));
   EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[4]}).node_names.empty());
