@@ -23,8 +23,11 @@ absl::StatusOr<BindCheck> CheckBindable(const Json& live, const PodBinding& b) {
     if (!s->ok()) return refuse(std::string(s->status().message()));
   }
   if (!b.pod_uid.empty() && *uid != b.pod_uid) {
-    return refuse(absl::StrCat("its UID is ", *uid, ", not ", b.pod_uid,
-                               " (the pod was replaced since it was filtered)"));
+    // The pod that was filtered is gone (NotFound, as when the name is free): its slot is given
+    // back, whether or not topogangd's watch still has a deletion to deliver for it.
+    return absl::NotFoundError(absl::StrCat("topogang refuses to bind ", who, " to ", b.node,
+                                            ": its UID is ", *uid, ", not ", b.pod_uid,
+                                            " (the pod was replaced since it was filtered)"));
   }
   if (!node->empty()) {
     if (*node == b.node) return BindCheck::kAlreadyBoundHere;

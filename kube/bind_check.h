@@ -20,8 +20,9 @@ enum class BindCheck {
 };
 
 // The verdict for `live` (a Pod object as GET returns it). Errors: AlreadyExists when it is bound
-// to another node (as the binding subresource would answer), FailedPrecondition naming what
-// differs otherwise (another UID, another scheduler, being deleted, a malformed object).
+// to another node (as the binding subresource would answer), NotFound when it has another UID
+// (the pod filtered is gone), FailedPrecondition naming what differs otherwise (another
+// scheduler, being deleted, a malformed object).
 absl::StatusOr<BindCheck> CheckBindable(const Json& live, const PodBinding& b);
 
 }  // namespace topogang

@@ -239,10 +239,12 @@ absl::Status KubeBinder::Bind(const PodBinding& b) {
   if (auto j = ParseJson(r->body); j.ok()) {
     if (const Json* m = GoField(*j, "message"); m && m->is_string()) msg = m->get<std::string>();
   }
-  return absl::Status(
-      r->status == 409 ? absl::StatusCode::kAlreadyExists : absl::StatusCode::kUnavailable,
-      absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name, " to ", b.node, ": HTTP ",
-                   r->status, ": ", msg));
+  // 404: deleted between the read and the binding; gone, as above.
+  return absl::Status(r->status == 409   ? absl::StatusCode::kAlreadyExists
+                      : r->status == 404 ? absl::StatusCode::kNotFound
+                                         : absl::StatusCode::kUnavailable,
+                      absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name, " to ", b.node,
+                                   ": HTTP ", r->status, ": ", msg));
 }
 
 std::string MakePodEvent(const PodBinding& pod, absl::string_view type, absl::string_view reason,
