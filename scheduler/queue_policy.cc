@@ -155,7 +155,6 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   using Shape = std::tuple<int, std::string, std::string, std::string, int, std::string, bool>;
   std::map<Shape, int> failed;  // shape -> fewest members that found no room
   std::vector<int> clear;       // the claim kept clear (QueueOptions::keep_claim_clear)
-  bool clear_taken = false;
   for (Entry& entry : waiting_) {
     kept.push_back(std::move(entry));
     Entry& e = kept.back();
@@ -263,9 +262,8 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       holds = GrowHold(sched, e, now);
       sched.UnmaskNodes(masked);
     }
-    if (claimed && options_.keep_claim_clear && !clear_taken && !e.claim.empty()) {
-      clear_taken = true;  // GrowHold chose its claim even if the hold has not started
-      clear = e.claim;
+    if (claimed && options_.keep_claim_clear && clear.empty()) {
+      clear = e.claim;  // GrowHold chose its claim even if the hold has not started
     }
     if (holds) {
       holders.push_back(kept.size() - 1);
