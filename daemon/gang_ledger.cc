@@ -149,7 +149,7 @@ void GangLedger::Enqueue(Job job) {
 
 void GangLedger::WorkerLoop() {
   absl::Time last_sweep = absl::InfinitePast();
-  absl::Time last_pass = absl::Now();
+  absl::Time last_pass = SteadyNow();
   uint64_t synced_drops = 0;
   std::unique_lock<std::mutex> lock(jobs_mu_);
   while (!stop_) {
@@ -169,7 +169,7 @@ void GangLedger::WorkerLoop() {
     std::vector<GangNotice> notices;
     {
       std::lock_guard<std::mutex> l(mu_);
-      absl::Time now = absl::Now();
+      absl::Time now = SteadyNow();  // real time that a wall-clock step does not move
       // Held requests past their time, and held members whose slot moved, are answered; the
       // reservation stays (only gangs with held requests are looked at).
       AnswerHeldLocked(now, &fails);
@@ -222,6 +222,20 @@ void GangLedger::WorkerLoop() {
         if (drops != synced_drops) {
           SyncWithCoreLocked(&fails);
           synced_drops = drops;
+        }
+        // What was learned about the nodes of gangs nothing waits for any more (a reservation
+        // expired with no pod left asking, a queue entry gone stale): a job resubmitted under the
+        // same name is a new gang and must not inherit the nodes the old one was refused.
+        if (!excluded_.empty() || !hold_excluded_.empty()) {
+          state_.With([&](GangScheduler& s) {
+            auto forgotten = [&](const auto& g) {
+              return !gangs_.contains(g.first) && !waiting_pods_.contains(g.first) &&
+                     !admission_->Queued(g.first) && s.Find(g.first) == nullptr;
+            };
+            std::erase_if(excluded_, forgotten);
+            std::erase_if(hold_excluded_, forgotten);
+            return 0;
+          });
         }
       }
     }

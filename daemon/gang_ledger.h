@@ -184,10 +184,7 @@ class GangLedger {
   void SetNotify(std::function<void(const GangNotice&)> notify);
   // Who wakes waiting pods (see WakeFn); none (the default, standalone mode): nobody. Set before
   // serving.
-  void SetWaker(WakeFn wake) {
-    std::lock_guard<std::mutex> lock(mu_);
-    wake_ = std::move(wake);
-  }
+  void SetWaker(WakeFn wake);
   // kube-scheduler's preempt verb for `pod` (its candidate nodes: where evicting pods could make
   // room, by its own filters). For a member of a multi-pod gang, topogang preempts whole gangs
   // itself (or reports the preemption under way) and returns true: the caller answers
@@ -235,12 +232,16 @@ class GangLedger {
     std::string arrived_node;
     bool in_flight = false;  // its binding is at the API server (barrier open)
     BindCallback held;       // set while this member's bind request waits at the barrier
-    absl::Time held_until;   // real time: then the held request is answered (bind_window)
+    absl::Time held_until;   // SteadyNow(): then the held request is answered (bind_window)
     // A running member's pod was lost (deleted, failed) from this node: the slot's replacement
     // takes a hot spare of that node's domain first. By name: the model may be rebuilt meanwhile.
     std::string lost_node;
   };
   struct Entry {
+    // Which gang of this name: one whose pods were all deleted may come back under the same name
+    // while its bindings are still answering; their callbacks must not touch the new one.
+    uint64_t generation = next_generation.fetch_add(1);
+    static inline std::atomic<uint64_t> next_generation{1};
     GangSpec spec;
     bool multi = false;  // a real gang (size > 1) as opposed to a gang of one
     // Regrouped from pods found bound (see ObservePod): slot i is core member i, members free
@@ -277,9 +278,9 @@ class GangLedger {
   void DropEntryLocked(const std::string& id, const std::string& why, bool release_core,
                        std::vector<std::pair<BindCallback, std::string>>* fail);
   std::vector<std::string> SlotNodesLocked(const std::string& id) const;
-  // Every member arrived: commits the gang in the core (a re-plan can no longer move it) and
+  // Every member arrived: commits gang `id` of `generation` (a re-plan can no longer move it) and
   // binds every arrived member, held or not, through the bind pool.
-  void CompleteBarrier(const std::string& id);
+  void CompleteBarrier(const std::string& id, uint64_t generation);
   // Members whose held request is past its time, or whose slot moved, are answered.
   void AnswerHeldLocked(absl::Time now, std::vector<std::pair<BindCallback, std::string>>* fail);
   // True when every slot holds a member pod (filtered) or is bound.
@@ -349,7 +350,7 @@ class GangLedger {
   std::map<std::string, std::vector<int>> excluded_;
   // gang -> the nodes it may never use: refused although they had room for a member
   // (NodesRefusedWithRoom), and those it avoids while a gang of one waits. No hold for it, and no
-  // queue pass for another gang, may use them. The same lifetime as excluded_.
+  // queue pass for another gang, may use them. Both are dropped once nothing waits for the gang.
   std::map<std::string, std::vector<int>> hold_excluded_;
   // Pods that filtered while their gang could not be reserved (it waits in the admission queue,
   // holding no slot): pod key -> gang, and gang -> its pods. When the last of them is deleted the
@@ -423,9 +424,7 @@ class GangLedger {
   GangQueue::NodeExclusion ExclusionLocked(const std::string& current) const;
   // While a gang planned again strictly inside its offer is admitted: its FreedUnseenLocked.
   std::vector<int> asker_exempt_;
-  GangQueue::NodeExclusion HoldExclusionLocked() const {
-    return [this](const GangSpec& g) { return ExcludedFor(g, hold_excluded_); };
-  }
+  GangQueue::NodeExclusion HoldExclusionLocked() const;
   // The nodes `g` must not be planned on: those kube-scheduler did not offer it, and those
   // nominated for a preemptor of equal or higher priority (under mu_). With `hold_excluded_`
   // instead: the nodes GPUs held for it must not be on.

@@ -17,6 +17,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
   bool open_barrier = false;
   bool fallback = false;  // an upstream gang that kube-scheduler did not hold at Permit
   std::string id;
+  uint64_t generation = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto q = by_pod_.find(key); q != by_pod_.end()) SyncOneLocked(q->second.first, &fails);
@@ -35,6 +36,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
     } else {
       id = p->second.first;
       Entry& e = gangs_.at(id);
+      generation = e.generation;
       Member& m = e.slots[p->second.second];
       std::vector<std::string> nodes = SlotNodesLocked(id);
       const std::string node =
@@ -64,7 +66,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
       } else {
         if (m.held) fails.emplace_back(std::move(m.held), "superseded by a newer bind request");
         m.held = std::move(done);
-        m.held_until = absl::Now() + options_.bind_window;
+        m.held_until = SteadyNow() + options_.bind_window;
         binding.scheduler_name = m.pod.scheduler_name;
         binding.annotations = m.pod.annotations;
         m.pod = binding;
@@ -118,7 +120,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
       if (absl::IsNotFound(st) && !id.empty()) PodGoneAtBind(binding);
     });
   }
-  if (open_barrier) Enqueue([this, id] { CompleteBarrier(id); });
+  if (open_barrier) Enqueue([this, id, generation] { CompleteBarrier(id, generation); });
 }
 
 void GangLedger::PodGoneAtBind(const PodBinding& b) {
@@ -209,7 +211,7 @@ void GangLedger::BindAsync(PodBinding b, std::function<void(absl::Status)> done)
   pool_->Submit(std::move(b), std::move(done));
 }
 
-void GangLedger::CompleteBarrier(const std::string& id) {
+void GangLedger::CompleteBarrier(const std::string& id, uint64_t generation) {
   // What to bind, decided under the lock: every arrived member not bound yet, held or not (a
   // member whose request was answered while it waited is bound all the same: it passed
   // kube-scheduler's filters and PreBind for this node, and kube-scheduler drops a pod from its
@@ -222,7 +224,7 @@ void GangLedger::CompleteBarrier(const std::string& id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = gangs_.find(id);
-    if (it == gangs_.end()) return;
+    if (it == gangs_.end() || it->second.generation != generation) return;
     Entry& e = it->second;
     std::vector<std::string> nodes = SlotNodesLocked(id);
     if (!e.permit_barrier && !AllArrivedLocked(e, nodes)) {
@@ -280,9 +282,11 @@ void GangLedger::CompleteBarrier(const std::string& id) {
   };
   // Bound pods hold their GPUs now, so the gang runs even if some binding calls failed; those
   // members are retried by kube-scheduler and bound alone to their reserved node.
-  auto mark_running = [this, id] {
+  // Only this gang: every pod of it may have been deleted meanwhile and a new gang reserved under
+  // its name, which must wait at its own barrier.
+  auto mark_running = [this, id, generation] {
     auto it = gangs_.find(id);
-    if (it == gangs_.end()) return;
+    if (it == gangs_.end() || it->second.generation != generation) return;
     it->second.running = true;
     it->second.binding = false;
   };
@@ -295,7 +299,7 @@ void GangLedger::CompleteBarrier(const std::string& id) {
     return;
   }
   for (const Pending& p : *pending) {
-    BindAsync(p.binding, [this, id, p, out, finish, mark_running](absl::Status st) {
+    BindAsync(p.binding, [this, id, generation, p, out, finish, mark_running](absl::Status st) {
       BindCallback reply;
       bool last;
       {
@@ -305,8 +309,8 @@ void GangLedger::CompleteBarrier(const std::string& id) {
             PodKey(p.binding.pod_uid, p.binding.pod_namespace, p.binding.pod_name);
         // The slot may have been given up meanwhile (the pod was deleted): touch it only if it
         // is still this pod's.
-        if (it != gangs_.end() && p.slot < it->second.slots.size() &&
-            it->second.slots[p.slot].key == key) {
+        if (it != gangs_.end() && it->second.generation == generation &&
+            p.slot < it->second.slots.size() && it->second.slots[p.slot].key == key) {
           Member& m = it->second.slots[p.slot];
           m.in_flight = false;
           if (st.ok()) m.bound = true;

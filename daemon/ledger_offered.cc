@@ -90,6 +90,10 @@ std::vector<int> GangLedger::FreedUnseenLocked(const GangScheduler& s,
   return out;
 }
 
+GangQueue::NodeExclusion GangLedger::HoldExclusionLocked() const {
+  return [this](const GangSpec& g) { return ExcludedFor(g, hold_excluded_); };
+}
+
 GangQueue::NodeExclusion GangLedger::ExclusionLocked(const std::string& current) const {
   auto behind = std::make_shared<bool>(false);  // the queue plans its gangs in order
   return [this, current, behind](const GangSpec& g) {

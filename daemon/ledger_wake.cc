@@ -11,6 +11,11 @@
 
 namespace topogang {
 
+void GangLedger::SetWaker(WakeFn wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  wake_ = std::move(wake);
+}
+
 bool GangLedger::OthersWaitLocked(const std::string& gang, const std::string& pod) const {
   auto it = waiting_pods_.find(gang);
   if (it == waiting_pods_.end()) return false;

@@ -56,13 +56,6 @@ std::string SpecKey(const LeaseRecord& r) {
 
 }  // namespace
 
-SteadyClock::SteadyClock()
-    : wall_start_(absl::Now()), steady_start_(std::chrono::steady_clock::now()) {}
-
-absl::Time SteadyClock::Now() const {
-  return wall_start_ + absl::FromChrono(std::chrono::steady_clock::now() - steady_start_);
-}
-
 std::string FormatMicroTime(absl::Time t) {
   return absl::FormatTime("%Y-%m-%dT%H:%M:%E6SZ", t, absl::UTCTimeZone());
 }

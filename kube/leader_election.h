@@ -54,19 +54,6 @@ struct LeaderCallbacks {
   std::function<void(const std::string& holder)> on_new_leader;
 };
 
-// Wall time at construction advanced by std::chrono::steady_clock: never jumps (NTP steps,
-// manual changes), which the deadlines need, like Go's monotonic time.Now() in client-go. The
-// Lease's MicroTime stamps are informational; no replica compares another's clock.
-class SteadyClock : public Clock {
- public:
-  SteadyClock();
-  absl::Time Now() const override;
-
- private:
-  absl::Time wall_start_;
-  std::chrono::steady_clock::time_point steady_start_;
-};
-
 // A Lease's spec as read from the API server.
 struct LeaseRecord {
   std::string holder;

@@ -32,6 +32,9 @@ class Admission {
       absl::Time waiting_since = absl::InfiniteFuture()) = 0;
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
   virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
+  // True while `gang` waits in the queue (the daemon keeps what it learned about a gang's nodes
+  // only while something still waits for it).
+  virtual bool Queued(const std::string& /*gang*/) const { return false; }
   // Runs the queue with no gang asking. What may start changes with time too (a reservation
   // expires, a hold gives up, a required tier lapses), and kube-scheduler asks again about a pod
   // it was told cannot fit only on a cluster event or after 5 minutes; so the daemon runs the

@@ -1,6 +1,8 @@
 // Time is injected so the core stays deterministic: tests and the simulator drive a FakeClock,
-// the daemon a SystemClock.
+// the daemon a SteadyClock.
 #pragma once
+
+#include <chrono>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -16,6 +18,27 @@ class Clock {
 class SystemClock : public Clock {
  public:
   absl::Time Now() const override { return absl::Now(); }
+};
+
+// A reading of std::chrono::steady_clock as an absl::Time (its epoch is arbitrary): for intervals
+// in real time that must not jump when the wall clock is stepped (NTP, an operator).
+inline absl::Time SteadyNow() {
+  return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
+}
+
+// Wall time at construction advanced by std::chrono::steady_clock: never jumps (NTP steps,
+// manual changes), like Go's monotonic time.Now() in client-go. A backward step of the wall clock
+// would otherwise stall every timer (reservation TTLs, holds, queue passes) for its length, and a
+// forward one expire them all at once. Close to wall time, so arrivals it stamps can be compared
+// across restarts and replicas (their skew, seconds, is all that differs).
+class SteadyClock : public Clock {
+ public:
+  SteadyClock() : wall_start_(absl::Now()), steady_start_(SteadyNow()) {}
+  absl::Time Now() const override { return wall_start_ + (SteadyNow() - steady_start_); }
+
+ private:
+  absl::Time wall_start_;
+  absl::Time steady_start_;
 };
 
 class FakeClock : public Clock {

@@ -35,6 +35,7 @@ class QueueAdmission : public Admission {
       const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude = {},
       absl::Time waiting_since = absl::InfiniteFuture()) override;
   void Forget(GangScheduler& sched, const std::string& gang) override;
+  bool Queued(const std::string& gang) const override { return queue_.Contains(gang); }
   void Pass(GangScheduler& sched, absl::Time now, const GangQueue::NodeExclusion& exclude,
             const GangQueue::NodeExclusion& hold_exclude) override;
   std::vector<std::string> TakeStarted() override;

@@ -186,7 +186,7 @@ int Main(int argc, char** argv) {
   sigaddset(&stop, SIGUSR1);  // raised by the elector when leadership is lost
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  SystemClock clock;
+  SteadyClock clock;  // timers must not jump with the wall clock (scheduler/clock.h)
   std::unique_ptr<DaemonState> state;
   std::unique_ptr<Binder> binder;
   // Gang preemption evicts through the API server; standalone mode has none (preemption off).

@@ -123,6 +123,39 @@ TEST(BindPodGoneTest, AGangCancelledWhileItBindsGivesEveryGpuBack) {
   ExpectNothingHeld(f);
 }
 
+// A gang deleted whole while its bindings are at the API server, and resubmitted under the same
+// name before they answer (a JobSet restart: new pods, new UIDs, the same gang label). The old
+// bindings' answers belong to the old gang: before 2026-11-28 the last of them marked the new gang
+// running, so its members were each bound alone as they came, with no barrier (a review finding).
+TEST(BindPodGoneTest, TheOldGangsLastBindingDoesNotMarkItsResubmissionRunning) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  std::vector<std::future<std::string>> binds = FilterAndBind(f, 2);
+  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("cancelled-", i));
+  f.ledger.PodDeleted(testing::FinishedPod("cancelled-0"));
+  f.ledger.PodDeleted(testing::FinishedPod("cancelled-1"));
+  ASSERT_EQ(f.ledger.GetStats().reserved_gangs + f.ledger.GetStats().running_gangs, 0);
+  // The new gang: one member filters (its reservation is made), the other has yet to come.
+  testing::PodOpts again = GangPod("cancelled", 2, 0, 1);
+  again.uid = "uid-cancelled-0-again";
+  ASSERT_FALSE(f.FilterOne(MakePod(again)).empty());
+  const int64_t seq = f.state.LastSeq();
+  gate.Answer("cancelled-0", absl::NotFoundError("pods \"cancelled-0\" not found"));
+  gate.Answer("cancelled-1", absl::NotFoundError("pods \"cancelled-1\" not found"));
+  // The old gang's barrier reports its outcome once its last binding has answered.
+  bool reported = false;
+  for (int64_t after = seq; !reported;) {
+    std::vector<DecisionEvent> got = f.state.WaitEvents(after, absl::Now() + absl::Seconds(20));
+    ASSERT_FALSE(got.empty()) << "the old bindings never reported";
+    for (const DecisionEvent& e : got) reported |= e.kind == "bind-failed";
+    after = got.back().seq;
+  }
+  const GangLedger::Stats st = f.ledger.GetStats();
+  EXPECT_EQ(st.running_gangs, 0) << "the resubmitted gang was marked running";
+  EXPECT_EQ(st.reserved_gangs, 1);
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
 // A member whose binding failed (the API server was briefly unavailable) is retried alone once
 // its gang runs; if its pod is gone by then, that binding is the only sign of it, and its GPU
 // must come back (before 2026-11-27 it was held by a running gang until a restart).

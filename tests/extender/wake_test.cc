@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/support/service_fixture.h"
 #include "tests/support/test_util.h"
@@ -141,6 +142,42 @@ TEST(WakeTest, TheTimersPassDoesNotStartAWaitingGangOfOneOnANodeItAvoids) {
   ASSERT_TRUE(wakes.Wait());
   EXPECT_EQ(wakes.Get()[0], std::make_pair(std::string("default/solo"), f.names[0]))
       << "started on the node it avoids";
+}
+
+// A gang whose reservation expired, its job then resubmitted under the same name (new pods, new
+// UIDs): the new gang starts with nothing learned about the old one's nodes. Before 2026-11-28 it
+// inherited the nodes the old gang was refused with room (kept for the life of the daemon), so no
+// queue pass, and no hold, would use them for it (a review finding).
+TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWasRefused) {
+  t::ServiceFixture f(3, Options(absl::Milliseconds(5)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  // The old gang is offered two of the three free nodes (the third refused it, with room) and
+  // reserved there; no member ever binds.
+  ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
+                  absl::Seconds(1));
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       f.ledger.GetStats().reserved_gangs > 0 && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(f.ledger.GetStats().reserved_gangs, 0) << "the reservation did not expire";
+  // Two one-node jobs take the first and third nodes; the new gang is offered the second alone.
+  for (int n : {0, 2}) {
+    const Json job = t::MakePod(t::GangPod(absl::StrCat("job", n), 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(job, {f.names[n]}).node_names.size(), 1u);
+    auto bound = f.Bind(job, f.names[n]);
+    ASSERT_EQ(bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  }
+  t::PodOpts again = t::GangPod("g", 2, 0, 8);
+  again.uid = "uid-g-0-again";
+  EXPECT_TRUE(f.FilterOffered(t::MakePod(again), {f.names[1]}).node_names.empty());
+  ASSERT_TRUE(wakes.Get().empty());
+  // The third node's job ends: the timer's pass starts the new gang on the second and third.
+  f.ledger.PodDeleted(t::FinishedPod("job2-0", f.names[2]));
+  ASSERT_TRUE(wakes.Wait()) << "the new gang kept off the node its old gang was refused";
+  EXPECT_EQ(wakes.Get()[0].first, "default/g");
+  EXPECT_EQ(ReservedNodes(f, "default/g").size(), 2u);
 }
 
 TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {
