@@ -223,15 +223,24 @@ absl::Status KubeBinder::Bind(const PodBinding& b) {
   auto r = client_->Post(pod_path + "/binding", DumpJson(body));
   if (!r.ok()) return r.status();
   if (r->status == 201 || r->status == 200) return absl::OkStatus();
+  if (r->status == 404) {
+    // Deleted between the read and the binding: gone, as above (the ledger gives its slot back).
+    return absl::NotFoundError(absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name, " to ",
+                                            b.node, ": the API server has no such pod any more"));
+  }
   if (r->status == 409) {
+    // Bound meanwhile (a retry that went through, or someone else), or the UID precondition failed:
+    // the pod was deleted and recreated under its name since the read. Read it again to tell.
     auto pod = client_->Get(pod_path);
+    if (pod.ok() && pod->status == 404) {
+      return absl::NotFoundError(absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name,
+                                              ": the pod was deleted while it was being bound"));
+    }
     if (pod.ok() && pod->status == 200) {
-      auto j = ParseJson(pod->body);
-      if (j.ok()) {
-        const Json* spec = GoField(*j, "spec");
-        const Json* node = spec ? GoField(*spec, "nodeName") : nullptr;
-        if (node && node->is_string() && node->get<std::string>() == b.node)
-          return absl::OkStatus();
+      if (auto j = ParseJson(pod->body); j.ok()) {
+        auto again = CheckBindable(*j, b);
+        if (again.ok() && *again == BindCheck::kAlreadyBoundHere) return absl::OkStatus();
+        if (absl::IsNotFound(again.status())) return again.status();
       }
     }
   }
@@ -239,12 +248,10 @@ absl::Status KubeBinder::Bind(const PodBinding& b) {
   if (auto j = ParseJson(r->body); j.ok()) {
     if (const Json* m = GoField(*j, "message"); m && m->is_string()) msg = m->get<std::string>();
   }
-  // 404: deleted between the read and the binding; gone, as above.
-  return absl::Status(r->status == 409   ? absl::StatusCode::kAlreadyExists
-                      : r->status == 404 ? absl::StatusCode::kNotFound
-                                         : absl::StatusCode::kUnavailable,
-                      absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name, " to ", b.node,
-                                   ": HTTP ", r->status, ": ", msg));
+  return absl::Status(
+      r->status == 409 ? absl::StatusCode::kAlreadyExists : absl::StatusCode::kUnavailable,
+      absl::StrCat("binding ", b.pod_namespace, "/", b.pod_name, " to ", b.node, ": HTTP ",
+                   r->status, ": ", msg));
 }
 
 std::string MakePodEvent(const PodBinding& pod, absl::string_view type, absl::string_view reason,

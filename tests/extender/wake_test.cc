@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "tests/support/service_fixture.h"
@@ -178,6 +179,53 @@ TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWa
   ASSERT_TRUE(wakes.Wait()) << "the new gang kept off the node its old gang was refused";
   EXPECT_EQ(wakes.Get()[0].first, "default/g");
   EXPECT_EQ(ReservedNodes(f, "default/g").size(), 2u);
+}
+
+// A gang waiting while it avoids a node, when the model is rebuilt (a node joined or was
+// relabelled): the rebuild forgets what waiting gangs avoid, so the timer's pass can start the
+// gang on that node. Its pod, asking, must not be placed there: the reservation is planned again
+// without it, keeping the gang's place in line (GangLedger::AdmitAvoidingLocked).
+TEST(WakeTest, AGangTheQueueStartedOnANodeItAvoidsIsPlannedAgainWhenItsPodAsks) {
+  t::ServiceFixture f(3, Options(absl::Milliseconds(5)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  std::vector<PodInfo> bound;  // as the API server lists them at the rebuild
+  for (int n : {1, 2}) {
+    const std::string job = absl::StrCat("job", n);
+    const Json pod = t::MakePod(t::GangPod(job, 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(pod, {f.names[n]}).node_names.size(), 1u);
+    auto done = f.Bind(pod, f.names[n]);
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    PodInfo p = t::FinishedPod(job + "-0", f.names[n]);
+    p.phase = "Running";
+    p.gpus = 8;
+    p.mentions_resource = true;
+    bound.push_back(p);
+  }
+  t::PodOpts o = t::GangPod("g", 2, 0, 8);
+  o.annotations["topogang.io/avoid-nodes"] = f.names[0];
+  const Json g0 = t::MakePod(o);
+  EXPECT_TRUE(f.FilterOffered(g0, {f.names[0]}).node_names.empty());
+  ASSERT_TRUE(f.ledger.Rebuild(t::TestCluster(3), bound).ok());
+  f.ledger.PodDeleted(t::FinishedPod("job1-0", f.names[1]));
+  ASSERT_TRUE(wakes.Wait());
+  std::vector<std::string> nodes = ReservedNodes(f, "default/g");
+  ASSERT_NE(absl::c_find(nodes, f.names[0]), nodes.end())
+      << "the scenario needs the pass to start the gang on the node it avoids";
+  // Its pod asks: not placed on the node it avoids; without it the gang does not fit yet.
+  ExtenderFilterResult r = f.FilterOffered(g0, {f.names[0], f.names[1]});
+  EXPECT_TRUE(r.node_names.empty()) << "placed on " << r.node_names[0];
+  nodes = ReservedNodes(f, "default/g");
+  EXPECT_EQ(absl::c_find(nodes, f.names[0]), nodes.end());
+  // The other job ends: the gang starts on the two nodes it may use.
+  f.ledger.PodDeleted(t::FinishedPod("job2-0", f.names[2]));
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       ReservedNodes(f, "default/g").size() < 2 && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  nodes = ReservedNodes(f, "default/g");
+  absl::c_sort(nodes);
+  EXPECT_EQ(nodes, (std::vector<std::string>{f.names[1], f.names[2]}));
 }
 
 TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {

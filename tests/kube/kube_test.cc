@@ -563,6 +563,40 @@ TEST(KubeBinderTest, RefusesPodsTheApiServerDoesNotShowPendingForThisScheduler) 
   EXPECT_EQ(api.bindings().size(), 1u);
 }
 
+// The pod goes between the binder's read and its binding: deleted (the POST is a 404), or
+// deleted and recreated under its name (the binding's UID precondition fails: a 409). Either way
+// the pod that was filtered is gone, and NotFound is what makes the ledger give its slot back.
+TEST(KubeBinderTest, APodDeletedOrReplacedBetweenTheReadAndTheBindingIsNotFound) {
+  FakeApiServer api;
+  KubeConfig kc;
+  kc.server = api.url();
+  KubeBinder binder(std::make_shared<KubeClient>(kc));
+  PodOpts o;
+  o.gpus = 8;
+  for (const char* name : {"deleted", "replaced", "kept"}) {
+    o.name = name;
+    api.PutPod(MakePod(o));
+  }
+  api.SetBindingHook([&](const std::string& ns, const std::string& name) {
+    if (name == "kept") return;
+    api.DeletePod(ns, name);
+    if (name == "replaced") {
+      PodOpts again = o;
+      again.name = name;
+      again.uid = "uid-replaced-again";
+      api.PutPod(MakePod(again));
+    }
+  });
+  absl::Status deleted = binder.Bind({"deleted", "default", "uid-deleted", "n1"});
+  EXPECT_EQ(deleted.code(), absl::StatusCode::kNotFound) << deleted;
+  absl::Status replaced = binder.Bind({"replaced", "default", "uid-replaced", "n1"});
+  EXPECT_EQ(replaced.code(), absl::StatusCode::kNotFound) << replaced;
+  EXPECT_TRUE(api.GetPod("default", "replaced")["spec"]["nodeName"].is_null())
+      << "the new pod under the old name was bound";
+  EXPECT_TRUE(binder.Bind({"kept", "default", "uid-kept", "n1"}).ok());
+  EXPECT_EQ(api.bindings().size(), 1u);
+}
+
 // Gang preemption end to end: the preemptor's filter picks one whole low-priority gang, evicts it
 // through the Eviction subresource (dry runs first), the API server's DELETED events free its
 // GPUs, and the preemptor is placed there. A PodDisruptionBudget over the victims blocks it with

@@ -333,6 +333,12 @@ void FakeApiServer::ReleaseHungLocked() {
   hung_.clear();
 }
 
+void FakeApiServer::SetBindingHook(
+    std::function<void(const std::string& ns, const std::string& name)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  binding_hook_ = std::move(hook);
+}
+
 void FakeApiServer::SetLeaseHook(std::function<void(const std::string&)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
   lease_hook_ = std::move(hook);
@@ -689,6 +695,12 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
       }
       if (parts.size() == 7 && parts[6] == "binding" && req.method() == methods::POST) {
         Json b = Json::parse(body, nullptr, false);
+        std::function<void(const std::string&, const std::string&)> hook;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          hook = binding_hook_;
+        }
+        if (hook) hook(ns, parts[5]);
         std::lock_guard<std::mutex> lock(mu_);
         auto it = pods_.find(key);
         if (it == pods_.end()) {
@@ -696,6 +708,24 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
                            StatusJson(404, "NotFound", "pods \"" + parts[5] + "\" not found"));
         }
         Json& pod = it->second;
+        // The binding's metadata.uid is a precondition (pkg/registry/core/pod/storage/storage.go,
+        // assignPod: storage.Preconditions{UID}); a mismatch fails in etcd3's checkPreconditions
+        // (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go) as an invalid-object storage
+        // error, which the registry answers as 409 Conflict.
+        auto Text = [](const Json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); };
+        if (b.is_object() && b.contains("metadata") && b["metadata"].contains("uid") &&
+            b["metadata"]["uid"] != pod["metadata"]["uid"]) {
+          return ReplyJson(
+              req, 409,
+              StatusJson(409, "Conflict",
+                         "Operation cannot be fulfilled on pods/binding \"" + parts[5] +
+                             "\": StorageError: invalid object, Code: 4, Key: /registry/pods/" +
+                             key +
+                             ", ResourceVersion: 0, AdditionalErrorMsg: Precondition "
+                             "failed: UID in precondition: " +
+                             Text(b["metadata"]["uid"]) +
+                             ", UID in object meta: " + Text(pod["metadata"]["uid"])));
+        }
         if (pod["spec"].contains("nodeName") &&
             !pod["spec"]["nodeName"].get<std::string>().empty()) {
           return ReplyJson(

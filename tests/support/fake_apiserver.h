@@ -59,6 +59,9 @@ class FakeApiServer {
   int watches(const std::string& kind);
   int open_watches();
   std::vector<Json> bindings();
+  // Runs before each pods/binding POST is handled (no lock held): tests delete or replace the pod
+  // here, between the binder's read and its binding. Gets the pod's namespace and name.
+  void SetBindingHook(std::function<void(const std::string& ns, const std::string& name)> hook);
   Json GetNode(const std::string& name);  // null when absent
   int node_patches();
   std::vector<Json> events();
@@ -203,6 +206,7 @@ class FakeApiServer {
   std::string outage_token_;
   std::vector<std::shared_ptr<void>> hung_;  // requests left unanswered (kHang)
   std::function<void(const std::string&)> lease_hook_;
+  std::function<void(const std::string&, const std::string&)> binding_hook_;
   std::map<std::string, int> lease_requests_;
   std::vector<std::string> lease_holders_;
   void ReleaseHungLocked();
