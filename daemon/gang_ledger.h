@@ -380,12 +380,12 @@ class GangLedger {
   // `offered_gpus`: the largest GPU request kube-scheduler has offered the node for since then;
   // its cache shows that much free there, so a member that size or smaller not offered it was
   // kept off by its own constraints (a selector, a taint), not by a stale cache.
-  // `free_before`: free GPUs on the node just before the deletion; a pod needing more that is
-  // offered the node shows kube-scheduler's cache has applied that deletion, and so (one watch,
-  // in order) every deletion topogangd saw before it: cache_seen_. (Counted in topogangd's model,
-  // where GPUs reserved for a gang not yet bound are not free, though kube-scheduler sees them
-  // free: it may conclude early. Then a gang is planned strictly inside its offer, and the
-  // deletion kube-scheduler has yet to apply sends its pods back.)
+  // `free_before`: at most the GPUs kube-scheduler saw free on the node before the deletion (its
+  // GPUs less the pod's: GPUs reserved for gangs not yet bound are free to kube-scheduler); a pod
+  // needing more that is offered the node shows kube-scheduler's cache has applied that deletion,
+  // and so (one watch, in order) every deletion topogangd saw before it: cache_seen_. An upper
+  // bound, so it never concludes early; it may conclude late (a pod that size may not come), and
+  // then a gang not offered the node keeps it among those it may use for kRecentlyFreed.
   struct Freed {
     absl::Time at;
     int64_t offered_gpus = 0;

@@ -161,11 +161,14 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   waiting_since_.erase(key);
   if (!pod.node_name.empty()) {
     if (freed_at_.size() >= kMaxHints) freed_at_.clear();  // only hints
-    const int64_t free_before = state_.With([&](GangScheduler& s) {
+    // At most what kube-scheduler saw free there before: the node's GPUs less this pod's. Not the
+    // model's free GPUs, which leave out those reserved for gangs not yet bound, free to it.
+    // A node not in the model: nothing to plan there, so nothing to note.
+    const int64_t free_before = state_.With([&](GangScheduler& s) -> int64_t {
       const int n = s.cluster().FindNode(pod.node_name);
-      return n < 0 ? int64_t{0} : int64_t{s.cluster().NodeFreeHealthy(n)};
+      return n < 0 ? -1 : std::max<int64_t>(0, s.cluster().node(n).gpus - pod.gpus);
     });
-    freed_at_[pod.node_name] = Freed{state_.clock().Now(), 0, free_before};
+    if (free_before >= 0) freed_at_[pod.node_name] = Freed{state_.clock().Now(), 0, free_before};
   }
   auto p = by_pod_.find(key);
   if (p == by_pod_.end()) {

@@ -25,9 +25,10 @@ inline std::future<std::string> BindPod(ExtenderService& service, const Json& po
 }
 
 // What the watch reports for a pod (namespace default, uid "uid-<name>") that has finished (on
-// `node`, when given).
-inline PodInfo FinishedPod(const std::string& name, const std::string& node = "") {
+// `node`, when given), with the GPUs it requested.
+inline PodInfo FinishedPod(const std::string& name, const std::string& node = "", int gpus = 0) {
   PodInfo p;
+  p.gpus = gpus;
   p.name = name;
   p.namespace_ = "default";
   p.uid = "uid-" + name;
