@@ -96,9 +96,14 @@ void GangLedger::DropEntryLocked(const std::string& id, const std::string& why, 
                                  FailList* fail) {
   auto it = gangs_.find(id);
   if (it == gangs_.end()) return;
+  const bool multi = it->second.multi;
   for (Member& m : it->second.slots) {
     if (m.held) fail->emplace_back(std::move(m.held), why);
-    if (m.assigned) by_pod_.erase(m.key);
+    if (!m.assigned) continue;
+    by_pod_.erase(m.key);
+    // Its pod is still there and will ask again: it waits, as a refused one does (its deletion
+    // then forgets the gang, and a gang started for it wakes it).
+    if (multi) NoteWaitingPodLocked(id, m.key);
   }
   gangs_.erase(it);
   pending_.erase(id);
@@ -223,15 +228,23 @@ void GangLedger::WorkerLoop() {
           SyncWithCoreLocked(&fails);
           synced_drops = drops;
         }
-        // What was learned about the nodes of gangs nothing waits for any more (a reservation
-        // expired with no pod left asking, a queue entry gone stale): a job resubmitted under the
-        // same name is a new gang and must not inherit the nodes the old one was refused.
+        // What was learned about the nodes of gangs nothing waits for any more (no entry, no pod
+        // known to wait, not queued, nothing reserved: a gang of one whose queue entry went
+        // stale, pods deleted unseen): a job resubmitted under the same name is a new gang and
+        // must not inherit the nodes the old one was refused. The queue is asked (a copy of its
+        // arrivals) only when some gang is not known to wait otherwise.
         if (!excluded_.empty() || !hold_excluded_.empty()) {
           state_.With([&](GangScheduler& s) {
-            auto forgotten = [&](const auto& g) {
+            auto unknown = [&](const auto& g) {
               return !gangs_.contains(g.first) && !waiting_pods_.contains(g.first) &&
-                     !admission_->Queued(g.first) && s.Find(g.first) == nullptr;
+                     s.Find(g.first) == nullptr;
             };
+            if (std::none_of(excluded_.begin(), excluded_.end(), unknown) &&
+                std::none_of(hold_excluded_.begin(), hold_excluded_.end(), unknown)) {
+              return 0;
+            }
+            const auto queued = admission_->Arrivals(state_.clock().Now());
+            auto forgotten = [&](const auto& g) { return unknown(g) && !queued.contains(g.first); };
             std::erase_if(excluded_, forgotten);
             std::erase_if(hold_excluded_, forgotten);
             return 0;
@@ -258,12 +271,12 @@ GangLedger::Stats GangLedger::GetStats() const {
   return s;
 }
 
-std::map<std::string, absl::Time> GangLedger::QueueArrivals() const {
+std::map<std::string, QueueSeniority> GangLedger::QueueArrivals() const {
   const absl::Time now = state_.clock().Now();
   return state_.With([&](GangScheduler&) { return admission_->Arrivals(now); });
 }
 
-void GangLedger::SeedQueue(const std::map<std::string, absl::Time>& arrivals) {
+void GangLedger::SeedQueue(const std::map<std::string, QueueSeniority>& arrivals) {
   const absl::Time now = state_.clock().Now();
   state_.With([&](GangScheduler&) { admission_->Seed(arrivals, now); });
 }

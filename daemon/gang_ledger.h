@@ -208,8 +208,8 @@ class GangLedger {
   // Queue seniority across restarts and failovers (kube/queue_journal.h keeps it): the arrival
   // of every gang waiting in the admission queue, and seeding an earlier leader's record. Seed
   // before serving (Admission::Seed).
-  std::map<std::string, absl::Time> QueueArrivals() const;
-  void SeedQueue(const std::map<std::string, absl::Time>& arrivals);
+  std::map<std::string, QueueSeniority> QueueArrivals() const;
+  void SeedQueue(const std::map<std::string, QueueSeniority>& arrivals);
 
   struct Stats {
     int reserved_gangs = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -17,40 +18,95 @@ constexpr size_t kMaxName = 512;  // namespace (63) + "/" + a gang name, with ro
 const absl::Time kEarliest = absl::FromUnixSeconds(946684800);  // 2000-01-01
 const absl::Time kLatest = absl::FromUnixSeconds(7258118400);   // 2200-01-01
 
-// The oldest `max_entries` of `arrivals`, ties by name.
-std::vector<std::pair<std::string, absl::Time>> Oldest(
-    const std::map<std::string, absl::Time>& arrivals, size_t max_entries) {
-  std::vector<std::pair<std::string, absl::Time>> v(arrivals.begin(), arrivals.end());
-  if (v.size() > max_entries) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(max_entries), v.end(),
-                     [](const auto& a, const auto& b) {
-                       return std::tie(a.second, a.first) < std::tie(b.second, b.first);
-                     });
-    v.resize(max_entries);
+using Entries = std::vector<std::pair<std::string, QueueSeniority>>;
+
+// Oldest first, ties by name.
+void SortByArrival(Entries* v) {
+  std::sort(v->begin(), v->end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.arrival, a.first) < std::tie(b.second.arrival, b.first);
+  });
+}
+
+// One entry as the journal writes it: `"name":ms`, or an object when a patience start is known.
+std::string EncodeEntry(const std::string& name, const QueueSeniority& s) {
+  std::string out;
+  AppendJsonString(&out, name);
+  if (s.could_start == absl::InfiniteFuture() && s.thin_since == absl::InfiniteFuture()) {
+    absl::StrAppend(&out, ":", absl::ToUnixMillis(s.arrival));
+    return out;
   }
-  return v;
+  absl::StrAppend(&out, ":{\"at\":", absl::ToUnixMillis(s.arrival));
+  if (s.could_start != absl::InfiniteFuture()) {
+    absl::StrAppend(&out, ",\"could_start\":", absl::ToUnixMillis(s.could_start));
+  }
+  if (s.thin_since != absl::InfiniteFuture()) {
+    absl::StrAppend(&out, ",\"thin_since\":", absl::ToUnixMillis(s.thin_since));
+  }
+  out += '}';
+  return out;
+}
+
+// A time the journal may hold, or nullopt.
+std::optional<absl::Time> TimeOf(const Json& v) {
+  if (!v.is_number_integer()) return std::nullopt;
+  const absl::Time t = absl::FromUnixMillis(v.get<int64_t>());
+  if (t < kEarliest || t > kLatest) return std::nullopt;
+  return t;
+}
+
+// An entry's value (a number, or an object with "at" and optional patience starts); nullopt when
+// malformed.
+std::optional<QueueSeniority> EntryOf(const Json& value) {
+  QueueSeniority s;
+  if (!value.is_object()) {
+    auto at = TimeOf(value);
+    if (!at) return std::nullopt;
+    s.arrival = *at;
+    return s;
+  }
+  auto at = value.find("at");
+  if (at == value.end()) return std::nullopt;
+  auto t = TimeOf(*at);
+  if (!t) return std::nullopt;
+  s.arrival = *t;
+  for (auto [key, field] :
+       {std::pair{"could_start", &s.could_start}, std::pair{"thin_since", &s.thin_since}}) {
+    auto it = value.find(key);
+    if (it == value.end()) continue;
+    auto when = TimeOf(*it);
+    if (!when) return std::nullopt;
+    *field = *when;
+  }
+  return s;
 }
 
 }  // namespace
 
-std::string EncodeArrivals(const std::map<std::string, absl::Time>& arrivals, size_t max_entries) {
-  auto kept = Oldest(arrivals, max_entries);
+std::string EncodeArrivals(const std::map<std::string, QueueSeniority>& arrivals,
+                           size_t max_entries) {
+  Entries v(arrivals.begin(), arrivals.end());
+  SortByArrival(&v);
+  std::vector<std::string> kept;  // the oldest that fit both caps
+  size_t bytes = 64;              // the envelope, with room to spare
+  for (const auto& [name, s] : v) {
+    if (kept.size() >= max_entries) break;
+    std::string entry = EncodeEntry(name, s);
+    if (bytes + entry.size() + 1 > kMaxJournalBytes) break;
+    bytes += entry.size() + 1;
+    kept.push_back(std::move(entry));
+  }
   std::sort(kept.begin(), kept.end());  // by name: the same queue always gives the same text
   std::string out = absl::StrCat("{\"version\":", kVersion, ",\"arrivals\":{");
-  bool first = true;
-  for (const auto& [name, t] : kept) {
-    if (!first) out += ',';
-    first = false;
-    AppendJsonString(&out, name);
-    absl::StrAppend(&out, ":", absl::ToUnixMillis(t));
+  for (size_t i = 0; i < kept.size(); ++i) {
+    if (i > 0) out += ',';
+    out += kept[i];
   }
   out += "}}";
   return out;
 }
 
-absl::StatusOr<std::map<std::string, absl::Time>> ParseArrivals(absl::string_view text,
-                                                                std::vector<std::string>* warnings,
-                                                                size_t max_entries) {
+absl::StatusOr<std::map<std::string, QueueSeniority>> ParseArrivals(
+    absl::string_view text, std::vector<std::string>* warnings, size_t max_entries) {
   auto json = ParseJson(text);
   if (!json.ok()) return json.status();
   if (!json->is_object()) return absl::InvalidArgumentError("queue journal: not a JSON object");
@@ -62,31 +118,32 @@ absl::StatusOr<std::map<std::string, absl::Time>> ParseArrivals(absl::string_vie
   }
   auto arrivals = JsonObject(*json, "arrivals", "queue journal.arrivals");
   if (!arrivals.ok()) return arrivals.status();
-  std::map<std::string, absl::Time> out;
+  std::map<std::string, QueueSeniority> out;
   if (*arrivals == nullptr) return out;
   for (const auto& [name, value] : (*arrivals)->items()) {
     if (name.empty() || name.size() > kMaxName) {
       if (warnings) warnings->push_back("queue journal: skipped an entry with a bad gang name");
       continue;
     }
-    const absl::Time t = value.is_number_integer() ? absl::FromUnixMillis(value.get<int64_t>())
-                                                   : absl::InfinitePast();
-    if (t < kEarliest || t > kLatest) {
+    std::optional<QueueSeniority> s = EntryOf(value);
+    if (!s) {
       if (warnings) {
         warnings->push_back(absl::StrCat("queue journal: skipped '", name,
-                                         "': its arrival is not Unix milliseconds in range"));
+                                         "': its times are not Unix milliseconds in range"));
       }
       continue;
     }
-    out[name] = t;
+    out[name] = *s;
   }
   if (out.size() > max_entries) {
     if (warnings) {
       warnings->push_back(
           absl::StrCat("queue journal: ", out.size(), " entries, kept the oldest ", max_entries));
     }
-    auto kept = Oldest(out, max_entries);
-    out = std::map<std::string, absl::Time>(kept.begin(), kept.end());
+    Entries v(out.begin(), out.end());
+    SortByArrival(&v);
+    v.resize(max_entries);
+    out = std::map<std::string, QueueSeniority>(v.begin(), v.end());
   }
   return out;
 }

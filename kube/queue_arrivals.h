@@ -1,8 +1,14 @@
 // The text of the queue journal (kube/queue_journal.h): each waiting gang's arrival in the
-// admission queue, as one ConfigMap data value. Pure, so the parser can be fuzzed and tested
-// on hostile text: the ConfigMap is editable by anyone with write access to the namespace.
+// admission queue, and its patience starts if any, as one ConfigMap data value. Pure, so the
+// parser can be fuzzed and tested on hostile text: the ConfigMap is editable by anyone with write
+// access to the namespace.
 //
-//   {"version":1,"arrivals":{"ns/gang":1764253800123,...}}    (Unix milliseconds)
+//   {"version":1,"arrivals":{"ns/gang":1764253800123,                       (Unix milliseconds)
+//                            "ns/other":{"at":1764253800123,"could_start":1764254000000,
+//                                        "thin_since":1764254100000},...}}
+//
+// A gang with no patience started is written as a bare number, as before patience starts were
+// kept (2026-11-28), so an older topogangd still reads those; it skips the others, with a warning.
 #pragma once
 
 #include <cstddef>
@@ -13,21 +19,24 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "scheduler/queue_seniority.h"
 
 namespace topogang {
 
-// A ConfigMap holds at most 1 MiB; at ~40 bytes an entry this keeps well inside it. A queue
-// longer than this keeps its oldest gangs: they have the most seniority to lose.
+// A ConfigMap holds at most 1 MiB in all. A queue longer than `max_entries`, or whose text would
+// pass kMaxJournalBytes (long names, patience starts), keeps its oldest gangs: they have the most
+// seniority to lose.
 inline constexpr size_t kMaxJournalArrivals = 20000;
+inline constexpr size_t kMaxJournalBytes = 900 * 1024;
 
-std::string EncodeArrivals(const std::map<std::string, absl::Time>& arrivals,
+std::string EncodeArrivals(const std::map<std::string, QueueSeniority>& arrivals,
                            size_t max_entries = kMaxJournalArrivals);
 
 // Text that is not the format above (not JSON, another version, `arrivals` not an object) is an
-// error. A single bad entry (a name that is empty or over 512 bytes, a time that is not an
-// integer from 2000 to 2200) is skipped with a line in `warnings`; at most `max_entries` of the
-// oldest are kept.
-absl::StatusOr<std::map<std::string, absl::Time>> ParseArrivals(
+// error. A single bad entry (a name that is empty or over 512 bytes, an arrival that is not an
+// integer from 2000 to 2200, a patience start given but not such an integer) is skipped with a
+// line in `warnings`; at most `max_entries` of the oldest are kept.
+absl::StatusOr<std::map<std::string, QueueSeniority>> ParseArrivals(
     absl::string_view text, std::vector<std::string>* warnings,
     size_t max_entries = kMaxJournalArrivals);
 

@@ -77,17 +77,17 @@ absl::StatusOr<Json> QueueJournal::ReadLocked() {
   return *std::move(obj);
 }
 
-absl::StatusOr<std::map<std::string, absl::Time>> QueueJournal::Load() {
+absl::StatusOr<std::map<std::string, QueueSeniority>> QueueJournal::Load() {
   std::lock_guard<std::mutex> lock(write_mu_);
   auto obj = ReadLocked();
   if (!obj.ok()) return obj.status();
-  if (obj->is_null()) return std::map<std::string, absl::Time>{};
+  if (obj->is_null()) return std::map<std::string, QueueSeniority>{};
   auto data = JsonObject(*obj, "data", "ConfigMap.data");
   if (!data.ok()) return data.status();
   auto text = *data ? JsonString(**data, kDataKey, "ConfigMap.data.arrivals")
                     : absl::StatusOr<std::string>("");
   if (!text.ok()) return text.status();
-  if (text->empty()) return std::map<std::string, absl::Time>{};
+  if (text->empty()) return std::map<std::string, QueueSeniority>{};
   std::vector<std::string> warnings;
   auto arrivals = ParseArrivals(*text, &warnings, options_.max_entries);
   for (const std::string& w : warnings) std::cerr << "topogangd: " << w << std::endl;

@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "scheduler/gang_scheduler.h"
 #include "scheduler/queue_policy.h"
+#include "scheduler/queue_seniority.h"
 
 namespace topogang {
 
@@ -32,9 +33,6 @@ class Admission {
       absl::Time waiting_since = absl::InfiniteFuture()) = 0;
   // Every pod of the gang is gone: it leaves the queue at once (and any hold for it goes).
   virtual void Forget(GangScheduler& /*sched*/, const std::string& /*gang*/) {}
-  // True while `gang` waits in the queue (the daemon keeps what it learned about a gang's nodes
-  // only while something still waits for it).
-  virtual bool Queued(const std::string& /*gang*/) const { return false; }
   // Runs the queue with no gang asking. What may start changes with time too (a reservation
   // expires, a hold gives up, a required tier lapses), and kube-scheduler asks again about a pod
   // it was told cannot fit only on a cluster event or after 5 minutes; so the daemon runs the
@@ -53,12 +51,13 @@ class Admission {
     return gang;
   }
   // Seniority across restarts and failovers (the daemon keeps it in a ConfigMap:
-  // kube/queue_journal.h). Arrivals: every waiting gang's arrival, and the seeded ones not yet
-  // back. Seed: arrivals recorded by an earlier leader; a gang named there that enters the queue
-  // again soon (scheduler/queue_admission.h) keeps that arrival. Call Seed before
+  // kube/queue_journal.h). Arrivals: every waiting gang's arrival and patience starts, and the
+  // seeded ones not yet back. Seed: arrivals recorded by an earlier leader; a gang named there that
+  // enters the queue again soon (scheduler/queue_admission.h) keeps that arrival. Call Seed before
   // serving: a gang already queued keeps the arrival it has.
-  virtual std::map<std::string, absl::Time> Arrivals(absl::Time /*now*/) const { return {}; }
-  virtual void Seed(const std::map<std::string, absl::Time>& /*arrivals*/, absl::Time /*now*/) {}
+  virtual std::map<std::string, QueueSeniority> Arrivals(absl::Time /*now*/) const { return {}; }
+  virtual void Seed(const std::map<std::string, QueueSeniority>& /*arrivals*/, absl::Time /*now*/) {
+  }
 };
 
 class DirectAdmission : public Admission {

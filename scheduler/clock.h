@@ -1,5 +1,6 @@
 // Time is injected so the core stays deterministic: tests and the simulator drive a FakeClock,
-// the daemon a SteadyClock.
+// the daemon a SystemClock (its times are compared with wall-clock stamps from outside: token
+// expiry, other replicas' records), leader election a SteadyClock.
 #pragma once
 
 #include <chrono>
@@ -27,10 +28,9 @@ inline absl::Time SteadyNow() {
 }
 
 // Wall time at construction advanced by std::chrono::steady_clock: never jumps (NTP steps,
-// manual changes), like Go's monotonic time.Now() in client-go. A backward step of the wall clock
-// would otherwise stall every timer (reservation TTLs, holds, queue passes) for its length, and a
-// forward one expire them all at once. Close to wall time, so arrivals it stamps can be compared
-// across restarts and replicas (their skew, seconds, is all that differs).
+// manual changes), like Go's monotonic time.Now() in client-go: deadlines measured by it neither
+// stall for the length of a backward step nor all expire at a forward one. It drifts from wall
+// time by every step since it was made, so it is not for comparing with stamps from outside.
 class SteadyClock : public Clock {
  public:
   SteadyClock() : wall_start_(absl::Now()), steady_start_(SteadyNow()) {}

@@ -80,6 +80,11 @@ absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
   }
   if (!queue_.Contains(gang.name)) {
     if (absl::Status s = queue_.Enqueue(gang, arrival); !s.ok()) return s;
+    Arrival& a = arrived_.at(gang.name);
+    if (a.could_start != absl::InfiniteFuture() || a.thin_since != absl::InfiniteFuture()) {
+      queue_.SeedPatience(gang.name, a.could_start, a.thin_since);
+      a.could_start = a.thin_since = absl::InfiniteFuture();  // once: a later entry starts anew
+    }
   }
   Schedule(sched, now, exclude, hold_exclude);
   if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
@@ -123,19 +128,24 @@ GangSpec QueueAdmission::Effective(const GangScheduler& sched, const GangSpec& g
   return LapseRequiredTier(sched.cluster(), gang);
 }
 
-std::map<std::string, absl::Time> QueueAdmission::Arrivals(absl::Time now) const {
-  std::map<std::string, absl::Time> out;
+std::map<std::string, QueueSeniority> QueueAdmission::Arrivals(absl::Time now) const {
+  std::map<std::string, QueueSeniority> out;
   for (const auto& [name, a] : arrived_) {
-    if (a.seeded && now - a.last_asked <= stale_after_) out[name] = a.at;
+    if (a.seeded && now - a.last_asked <= stale_after_) {
+      out[name] = QueueSeniority{a.at, a.could_start, a.thin_since};
+    }
   }
-  for (const GangQueue::Entry& e : queue_.waiting()) out[e.spec.name] = e.enqueued;
+  for (const GangQueue::Entry& e : queue_.waiting()) {
+    out[e.spec.name] = QueueSeniority{e.enqueued, e.could_start, e.thin_since};
+  }
   return out;
 }
 
-void QueueAdmission::Seed(const std::map<std::string, absl::Time>& arrivals, absl::Time now) {
+void QueueAdmission::Seed(const std::map<std::string, QueueSeniority>& arrivals, absl::Time now) {
   for (const auto& [name, t] : arrivals) {
     if (arrived_.contains(name)) continue;  // this leader has seen it ask: it keeps what it has
-    arrived_[name] = Arrival{std::min(t, now), now, true};
+    arrived_[name] = Arrival{std::min(t.arrival, now), now, true, std::min(t.could_start, now),
+                             std::min(t.thin_since, now)};
   }
 }
 

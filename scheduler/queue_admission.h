@@ -12,7 +12,8 @@
 // gone (Forget). A
 // gang that enters the queue again (its reservation dropped for a re-plan or an expiry, its
 // entry gone stale, a new leader seeded with the old one's record) keeps its place in line, the
-// time it has been starved and the wait its required tier has done.
+// time it has been starved and the wait its required tier has done; from a seed, also its
+// patience so far.
 #pragma once
 
 #include <map>
@@ -35,13 +36,12 @@ class QueueAdmission : public Admission {
       const GangQueue::NodeExclusion& exclude, const GangQueue::NodeExclusion& hold_exclude = {},
       absl::Time waiting_since = absl::InfiniteFuture()) override;
   void Forget(GangScheduler& sched, const std::string& gang) override;
-  bool Queued(const std::string& gang) const override { return queue_.Contains(gang); }
   void Pass(GangScheduler& sched, absl::Time now, const GangQueue::NodeExclusion& exclude,
             const GangQueue::NodeExclusion& hold_exclude) override;
   std::vector<std::string> TakeStarted() override;
   GangSpec Effective(const GangScheduler& sched, const GangSpec& gang, absl::Time now) override;
-  std::map<std::string, absl::Time> Arrivals(absl::Time now) const override;
-  void Seed(const std::map<std::string, absl::Time>& arrivals, absl::Time now) override;
+  std::map<std::string, QueueSeniority> Arrivals(absl::Time now) const override;
+  void Seed(const std::map<std::string, QueueSeniority>& arrivals, absl::Time now) override;
 
   const GangQueue& queue() const { return queue_; }
 
@@ -50,6 +50,9 @@ class QueueAdmission : public Admission {
     absl::Time at;          // first asked (or as an earlier leader recorded it)
     absl::Time last_asked;  // last Admit (for a seed: when it was seeded)
     bool seeded = false;    // from Seed, and the gang has not asked this leader yet
+    // Patience starts from Seed, given to the gang's queue entry once it enters the queue.
+    absl::Time could_start = absl::InfiniteFuture();
+    absl::Time thin_since = absl::InfiniteFuture();
   };
   // The gang's arrival: no later than `since`, recorded if it has none (then true: its first
   // request). `now` is when it asks.

@@ -62,6 +62,15 @@ absl::Time GangQueue::NextDeadline(absl::Time now) const {
 
 bool GangQueue::Contains(absl::string_view name) const { return Find(name) != nullptr; }
 
+void GangQueue::SeedPatience(absl::string_view name, absl::Time could_start,
+                             absl::Time thin_since) {
+  for (Entry& e : waiting_) {
+    if (e.spec.name != name) continue;
+    e.could_start = std::min(e.could_start, could_start);
+    e.thin_since = std::min(e.thin_since, thin_since);
+  }
+}
+
 const GangQueue::Entry* GangQueue::Find(absl::string_view name) const {
   auto it = std::find_if(waiting_.begin(), waiting_.end(),
                          [&](const Entry& e) { return e.spec.name == name; });

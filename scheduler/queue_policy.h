@@ -168,6 +168,8 @@ class GangQueue {
   // gang's required tier lapses.
   absl::Time NextDeadline(absl::Time now) const;
   bool Contains(absl::string_view name) const;
+  // A waiting gang's patience started no later than these (an earlier leader's record).
+  void SeedPatience(absl::string_view name, absl::Time could_start, absl::Time thin_since);
   // The waiting entry of that name, or null.
   const Entry* Find(absl::string_view name) const;
   size_t size() const { return waiting_.size(); }

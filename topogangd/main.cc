@@ -186,7 +186,9 @@ int Main(int argc, char** argv) {
   sigaddset(&stop, SIGUSR1);  // raised by the elector when leadership is lost
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  SteadyClock clock;  // timers must not jump with the wall clock (scheduler/clock.h)
+  // Wall time: agent tokens' expiry (JWT exp) and other replicas' journal stamps are compared
+  // with it. The ledger's worker times its own intervals with SteadyNow().
+  SystemClock clock;
   std::unique_ptr<DaemonState> state;
   std::unique_ptr<Binder> binder;
   // Gang preemption evicts through the API server; standalone mode has none (preemption off).

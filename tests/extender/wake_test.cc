@@ -145,10 +145,12 @@ TEST(WakeTest, TheTimersPassDoesNotStartAWaitingGangOfOneOnANodeItAvoids) {
       << "started on the node it avoids";
 }
 
-// A gang whose reservation expired, its job then resubmitted under the same name (new pods, new
-// UIDs): the new gang starts with nothing learned about the old one's nodes. Before 2026-11-28 it
-// inherited the nodes the old gang was refused with room (kept for the life of the daemon), so no
-// queue pass, and no hold, would use them for it (a review finding).
+// A gang whose reservation expired, its job then deleted and resubmitted under the same name
+// (new pods, new UIDs): the new gang starts with nothing learned about the old one's nodes.
+// Before 2026-11-28 it inherited the nodes the old gang was refused with room (kept for the life
+// of the daemon), so no queue pass, and no hold, would use them for it (a review finding): the
+// old pod, which had held a slot, was not known to wait once the reservation expired, so its
+// deletion forgot nothing.
 TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWasRefused) {
   t::ServiceFixture f(3, Options(absl::Milliseconds(5)));
   Wakes wakes;
@@ -163,6 +165,7 @@ TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWa
     absl::SleepFor(absl::Milliseconds(5));
   }
   ASSERT_EQ(f.ledger.GetStats().reserved_gangs, 0) << "the reservation did not expire";
+  f.ledger.PodDeleted(t::FinishedPod("g-0"));
   // Two one-node jobs take the first and third nodes; the new gang is offered the second alone.
   for (int n : {0, 2}) {
     const Json job = t::MakePod(t::GangPod(absl::StrCat("job", n), 1, 0, 8));
@@ -226,6 +229,72 @@ TEST(WakeTest, AGangTheQueueStartedOnANodeItAvoidsIsPlannedAgainWhenItsPodAsks) 
   nodes = ReservedNodes(f, "default/g");
   absl::c_sort(nodes);
   EXPECT_EQ(nodes, (std::vector<std::string>{f.names[1], f.names[2]}));
+}
+
+// The same for a gang of one: its pod is not tracked as waiting, so what it avoided (here by
+// annotation) is forgotten once nothing waits for it: its queue entry gone stale after its pod
+// was deleted. A new pod under the same name that avoids nothing may then be started anywhere.
+TEST(WakeTest, AGangOfOneResubmittedUnderTheSameNameDoesNotInheritWhatTheOldOneAvoided) {
+  t::ServiceFixture f(2, Options(absl::Milliseconds(5)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  BindJob(f);
+  t::PodOpts old = t::GangPod("solo", 1, 0, 8);
+  old.annotations["topogang.io/avoid-nodes"] = f.names[1];
+  EXPECT_TRUE(f.FilterOffered(t::MakePod(old), {f.names[1]}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("solo-0"));
+  f.clock.Advance(absl::Minutes(7));  // its queue entry goes stale at the timer's next pass
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       f.ledger.QueueArrivals().contains("default/solo") && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_FALSE(f.ledger.QueueArrivals().contains("default/solo"));
+  (void)f.ledger.GetStats();  // waits for the worker's sweep that dropped it to end
+  // A gang reserves n1 (not bound: kube-scheduler still shows it free), so the new pod, offered
+  // it, waits; the reservation then expires, and the timer's pass starts the new pod there.
+  ASSERT_EQ(f.FilterOffered(t::MakePod(t::GangPod("p", 1, 0, 8)), {f.names[1]}).node_names,
+            std::vector<std::string>{f.names[1]});
+  t::PodOpts again = t::GangPod("solo", 1, 0, 8);
+  again.uid = "uid-solo-0-again";
+  EXPECT_TRUE(f.FilterOffered(t::MakePod(again), {f.names[1]}).node_names.empty());
+  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
+                  absl::Seconds(1));
+  ASSERT_TRUE(wakes.Wait()) << "the new pod kept off the node the old one avoided";
+  EXPECT_EQ(wakes.Get()[0], std::make_pair(std::string("default/solo"), f.names[1]));
+}
+
+// What a gang learned at its filters outlives its reservation while its pods are there: its pods
+// wait again once the reservation expires. Here the gang was refused n2 with room (a selector,
+// say); after the expiry it asks again while n2 is full, and when n2 frees the timer's pass must
+// not start it there (its pods would not be offered n2, and it would be planned again in a loop).
+TEST(WakeTest, WhatAGangLearnedOfItsNodesOutlivesItsExpiredReservationWhileItsPodsWait) {
+  t::ServiceFixture f(3, Options(absl::Milliseconds(5)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  ASSERT_EQ(f.FilterOffered(Pod("g", 1), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
+                  absl::Seconds(1));
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       f.ledger.GetStats().reserved_gangs > 0 && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(f.ledger.GetStats().reserved_gangs, 0) << "the reservation did not expire";
+  for (int n : {1, 2}) {
+    const Json job = t::MakePod(t::GangPod(absl::StrCat("job", n), 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(job, {f.names[n]}).node_names.size(), 1u);
+    auto bound = f.Bind(job, f.names[n]);
+    ASSERT_EQ(bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  }
+  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[0]}).node_names.empty());
+  f.ledger.PodDeleted(t::FinishedPod("job2-0", f.names[2], 8));
+  absl::SleepFor(absl::Milliseconds(100));  // twenty passes
+  EXPECT_TRUE(wakes.Get().empty()) << "started on n2, which its pods are not offered";
+  f.ledger.PodDeleted(t::FinishedPod("job1-0", f.names[1], 8));
+  ASSERT_TRUE(wakes.Wait());
+  std::vector<std::string> nodes = ReservedNodes(f, "default/g");
+  absl::c_sort(nodes);
+  EXPECT_EQ(nodes, (std::vector<std::string>{f.names[0], f.names[1]}));
 }
 
 TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {

@@ -17,12 +17,12 @@ namespace topogang {
 namespace {
 
 using testing::FakeApiServer;
-using Arrivals = std::map<std::string, absl::Time>;
+using Arrivals = std::map<std::string, QueueSeniority>;
 
 const absl::Time kT0 = absl::FromUnixMillis(1764253800123);
 
 TEST(QueueArrivals, RoundTripsToTheMillisecond) {
-  const Arrivals a = {{"team-a/llm", kT0}, {"b/x\"y", kT0 + absl::Milliseconds(1)}};
+  const Arrivals a = {{"team-a/llm", {kT0}}, {"b/x\"y", {kT0 + absl::Milliseconds(1)}}};
   const std::string text = EncodeArrivals(a);
   EXPECT_EQ(text,
             R"({"version":1,"arrivals":{"b/x\"y":1764253800124,"team-a/llm":1764253800123}})");
@@ -33,15 +33,60 @@ TEST(QueueArrivals, RoundTripsToTheMillisecond) {
   EXPECT_TRUE(warnings.empty());
 }
 
+TEST(QueueArrivals, PatienceStartsRoundTripAndABareArrivalStaysANumber) {
+  const Arrivals a = {{"ns/both", {kT0, kT0 + absl::Minutes(1), kT0 + absl::Minutes(2)}},
+                      {"ns/plain", {kT0}},
+                      {"ns/thin", {kT0, absl::InfiniteFuture(), kT0 + absl::Seconds(3)}}};
+  const std::string text = EncodeArrivals(a);
+  EXPECT_EQ(text, R"({"version":1,"arrivals":{"ns/both":{"at":1764253800123,)"
+                  R"("could_start":1764253860123,"thin_since":1764253920123},)"
+                  R"("ns/plain":1764253800123,"ns/thin":{"at":1764253800123,)"
+                  R"("thin_since":1764253803123}}})");
+  std::vector<std::string> warnings;
+  auto back = ParseArrivals(text, &warnings);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, a);
+  EXPECT_TRUE(warnings.empty());
+  // Objects without a valid "at", or with a patience start that is not a time, are skipped.
+  back = ParseArrivals(
+      R"({"version":1,"arrivals":{"ok":{"at":1764253800123},"noat":{"could_start":1764253800123},)"
+      R"("bad":{"at":1764253800123,"thin_since":"soon"},"arr":[1764253800123],"nested":{"at":{}}}})",
+      &warnings);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, (Arrivals{{"ok", {kT0}}}));
+  EXPECT_EQ(warnings.size(), 4u);
+}
+
+// A ConfigMap holds at most 1 MiB: long names and patience starts must not push the record past
+// it (the API server would refuse every write, and seniority would be lost for all).
+TEST(QueueArrivals, TheTextStaysUnderTheConfigMapLimitKeepingTheOldest) {
+  Arrivals a;
+  for (int i = 0; i < 5000; ++i) {
+    a[absl::StrCat(std::string(400, 'n'), "/", i)] = {kT0 + absl::Seconds(i), kT0, kT0};
+  }
+  const std::string text = EncodeArrivals(a);
+  EXPECT_LE(text.size(), kMaxJournalBytes);
+  auto back = ParseArrivals(text, nullptr);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_GT(back->size(), 1000u);
+  ASSERT_LT(back->size(), a.size());
+  absl::Time newest_kept = absl::InfinitePast();
+  for (const auto& [name, s] : *back) newest_kept = std::max(newest_kept, s.arrival);
+  for (const auto& [name, s] : a) {
+    EXPECT_EQ(back->contains(name), s.arrival <= newest_kept) << "not the oldest: " << name;
+  }
+}
+
 TEST(QueueArrivals, KeepsTheOldestWhenThereAreTooMany) {
-  const Arrivals a = {{"new", kT0 + absl::Hours(1)}, {"old", kT0}, {"mid", kT0 + absl::Minutes(1)}};
+  const Arrivals a = {
+      {"new", {kT0 + absl::Hours(1)}}, {"old", {kT0}}, {"mid", {kT0 + absl::Minutes(1)}}};
   auto back = ParseArrivals(EncodeArrivals(a, 2), nullptr);
   ASSERT_TRUE(back.ok());
-  EXPECT_EQ(*back, (Arrivals{{"old", kT0}, {"mid", kT0 + absl::Minutes(1)}}));
+  EXPECT_EQ(*back, (Arrivals{{"old", {kT0}}, {"mid", {kT0 + absl::Minutes(1)}}}));
   std::vector<std::string> warnings;
   back = ParseArrivals(EncodeArrivals(a), &warnings, 1);
   ASSERT_TRUE(back.ok());
-  EXPECT_EQ(*back, (Arrivals{{"old", kT0}}));
+  EXPECT_EQ(*back, (Arrivals{{"old", {kT0}}}));
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_TRUE(absl::StrContains(warnings[0], "kept the oldest 1")) << warnings[0];
 }
@@ -60,7 +105,7 @@ TEST(QueueArrivals, HostileTextIsAnErrorOrASkippedEntryNeverACrash) {
                    R"("huge":18446744073709551615,"far":99999999999999,"null":null}})"),
       &warnings);
   ASSERT_TRUE(a.ok()) << a.status();
-  EXPECT_EQ(*a, (Arrivals{{"ok", kT0}}));
+  EXPECT_EQ(*a, (Arrivals{{"ok", {kT0}}}));
   EXPECT_EQ(warnings.size(), 8u);
   EXPECT_TRUE(ParseArrivals(R"({"version":1})", nullptr)->empty()) << "no arrivals: none kept";
 }
@@ -89,7 +134,7 @@ TEST(QueueJournalTest, CreatesUpdatesAndSkipsUnchangedWrites) {
   auto none = rig.journal.Load();
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(none->empty()) << "no record yet";
-  rig.queue = {{"ns/a", kT0}};
+  rig.queue = {{"ns/a", {kT0}}};
   ASSERT_TRUE(rig.journal.Flush().ok());
   EXPECT_EQ(rig.api.configmap_requests("POST"), 1);
   EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
@@ -98,7 +143,7 @@ TEST(QueueJournalTest, CreatesUpdatesAndSkipsUnchangedWrites) {
   ASSERT_TRUE(rig.journal.Flush().ok());
   EXPECT_EQ(rig.api.configmap_requests("PUT") + rig.api.configmap_requests("POST"), 1)
       << "an unchanged queue is not written again";
-  rig.queue["ns/b"] = kT0 + absl::Seconds(1);
+  rig.queue["ns/b"] = {kT0 + absl::Seconds(1)};
   ASSERT_TRUE(rig.journal.Flush().ok());
   EXPECT_EQ(rig.api.configmap_requests("PUT"), 1);
   EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
@@ -113,12 +158,12 @@ TEST(QueueJournalTest, CreatesUpdatesAndSkipsUnchangedWrites) {
 
 TEST(QueueJournalTest, AnotherWriterConflictsOnceThenTheLeaderWritesOverIt) {
   JournalRig rig;
-  rig.queue = {{"ns/a", kT0}};
+  rig.queue = {{"ns/a", {kT0}}};
   ASSERT_TRUE(rig.journal.Flush().ok());
   Json cm = rig.api.GetConfigMap("topogang-system", "topogangd-queue");
-  cm["data"]["arrivals"] = EncodeArrivals({{"ns/other", kT0}});
+  cm["data"]["arrivals"] = EncodeArrivals({{"ns/other", {kT0}}});
   rig.api.SetConfigMap(cm);  // an old leader's last write, or a person's edit
-  rig.queue["ns/b"] = kT0;
+  rig.queue["ns/b"] = {kT0};
   absl::Status s = rig.journal.Flush();
   EXPECT_FALSE(s.ok());
   EXPECT_TRUE(absl::StrContains(s.message(), "409")) << s;
@@ -135,7 +180,7 @@ TEST(QueueJournalTest, ARecordThatIsNotOursIsAnErrorOnLoadAndIsReplaced) {
              {"data", data}});
     EXPECT_FALSE(rig.journal.Load().ok()) << data.dump();
   }
-  rig.queue = {{"ns/a", kT0}};
+  rig.queue = {{"ns/a", {kT0}}};
   ASSERT_TRUE(rig.journal.Flush().ok());
   EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
   auto loaded = rig.journal.Load();
@@ -147,7 +192,7 @@ TEST(QueueJournalTest, AnOutageIsAnErrorAndTheNextWriteCatchesUp) {
   JournalRig rig;
   rig.api.SetConfigMapOutage(true);
   EXPECT_FALSE(rig.journal.Load().ok());
-  rig.queue = {{"ns/a", kT0}};
+  rig.queue = {{"ns/a", {kT0}}};
   EXPECT_FALSE(rig.journal.Flush().ok());
   rig.api.SetConfigMapOutage(false);
   ASSERT_TRUE(rig.journal.Flush().ok());
@@ -158,14 +203,14 @@ TEST(QueueJournalTest, StopWritesTheLastArrivalsAbandonDoesNot) {
   {
     JournalRig rig;
     rig.journal.Start();
-    rig.queue = {{"ns/a", kT0}};  // the period (10 s) has not passed: only Stop writes it
+    rig.queue = {{"ns/a", {kT0}}};  // the period (10 s) has not passed: only Stop writes it
     rig.journal.Stop();
     EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
   }
   {
     JournalRig rig;
     rig.journal.Start();
-    rig.queue = {{"ns/a", kT0}};
+    rig.queue = {{"ns/a", {kT0}}};
     rig.journal.Abandon();  // leadership lost: the new leader owns the record
     EXPECT_EQ(rig.api.configmap_requests("POST") + rig.api.configmap_requests("PUT"), 0);
     rig.journal.Stop();

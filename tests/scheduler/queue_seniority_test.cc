@@ -33,14 +33,14 @@ absl::StatusOr<const GangRecord*> Ask(Admission& a, GangScheduler& s, const Gang
 TEST(QueueSeniority, ASeededGangStaysAheadOfAYoungerOneThatAskedFirstAfterTheRestart) {
   GangScheduler s = TwoNodesOneBusy();
   QueueAdmission admission;  // the new leader's
-  admission.Seed({{"old", kT0 - absl::Hours(3)}}, kT0);
+  admission.Seed({{"old", {kT0 - absl::Hours(3)}}}, kT0);
   // After the restart the younger gang happens to filter first, then the old one.
   EXPECT_TRUE(absl::IsResourceExhausted(Ask(admission, s, Gang("young", 2, 8), kT0).status()));
   EXPECT_TRUE(absl::IsResourceExhausted(
       Ask(admission, s, Gang("old", 2, 8), kT0 + absl::Seconds(5)).status()));
   auto arrivals = admission.Arrivals(kT0 + absl::Seconds(5));
-  EXPECT_EQ(arrivals["old"], kT0 - absl::Hours(3));
-  EXPECT_EQ(arrivals["young"], kT0);
+  EXPECT_EQ(arrivals["old"].arrival, kT0 - absl::Hours(3));
+  EXPECT_EQ(arrivals["young"].arrival, kT0);
   // Room for one of them: the queue starts the older, whichever pod asks.
   ASSERT_TRUE(s.Release("busy").ok());
   EXPECT_TRUE(absl::IsResourceExhausted(
@@ -76,7 +76,7 @@ TEST(QueueSeniority, AGangThatEntersTheQueueAgainKeepsItsFirstArrival) {
       Ask(admission, s, Gang("young", 2, 8), kT0 + absl::Seconds(2)).status()));
   EXPECT_TRUE(absl::IsResourceExhausted(
       Ask(admission, s, Gang("old", 2, 8), kT0 + absl::Seconds(3)).status()));
-  EXPECT_EQ(admission.Arrivals(kT0 + absl::Seconds(3))["old"], kT0);
+  EXPECT_EQ(admission.Arrivals(kT0 + absl::Seconds(3))["old"].arrival, kT0);
   ASSERT_TRUE(s.Release("busy2").ok());
   EXPECT_TRUE(absl::IsResourceExhausted(
       Ask(admission, s, Gang("young", 2, 8), kT0 + absl::Seconds(4)).status()));
@@ -91,7 +91,7 @@ TEST(QueueSeniority, ASeededLargeGangIsStarvedAtOnceAndHolds) {
   QueueOptions opts;  // the defaults: starved after 10 minutes, then held once nearly ready
   QueueAdmission seeded(opts), fresh(opts);
   GangScheduler s2 = s;
-  seeded.Seed({{"big", kT0 - absl::Hours(1)}}, kT0);
+  seeded.Seed({{"big", {kT0 - absl::Hours(1)}}}, kT0);
   EXPECT_TRUE(absl::IsResourceExhausted(Ask(seeded, s, Gang("big", 32, 8), kT0).status()));
   EXPECT_TRUE(absl::IsResourceExhausted(Ask(fresh, s2, Gang("big", 32, 8), kT0).status()));
   EXPECT_FALSE(queue_test::HeldNodes(s, "big").empty()) << "waited an hour: starved, holds";
@@ -102,24 +102,52 @@ TEST(QueueSeniority, SeedsExpireAreNeverInTheFutureAndDoNotMoveAQueuedGang) {
   GangScheduler s = TwoNodesOneBusy();
   QueueAdmission admission(QueueOptions{}, absl::Minutes(6));
   EXPECT_TRUE(absl::IsResourceExhausted(Ask(admission, s, Gang("queued", 2, 8), kT0).status()));
-  admission.Seed({{"queued", kT0 - absl::Hours(5)},
-                  {"gone", kT0 - absl::Hours(2)},
-                  {"future", kT0 + absl::Hours(9)}},
+  admission.Seed({{"queued", {kT0 - absl::Hours(5)}},
+                  {"gone", {kT0 - absl::Hours(2)}},
+                  {"future", {kT0 + absl::Hours(9)}}},
                  kT0 + absl::Seconds(1));
   auto arrivals = admission.Arrivals(kT0 + absl::Seconds(1));
-  EXPECT_EQ(arrivals["queued"], kT0) << "a gang this leader already queued keeps its arrival";
-  EXPECT_EQ(arrivals["gone"], kT0 - absl::Hours(2)) << "kept until it asks again or expires";
-  EXPECT_EQ(arrivals["future"], kT0 + absl::Seconds(1)) << "a future time is clamped to now";
+  EXPECT_EQ(arrivals["queued"].arrival, kT0)
+      << "a gang this leader already queued keeps its arrival";
+  EXPECT_EQ(arrivals["gone"].arrival, kT0 - absl::Hours(2))
+      << "kept until it asks again or expires";
+  EXPECT_EQ(arrivals["future"].arrival, kT0 + absl::Seconds(1))
+      << "a future time is clamped to now";
   // A gang whose pods never ask again is dropped once kube-scheduler would have retried them.
   arrivals = admission.Arrivals(kT0 + absl::Minutes(7));
   EXPECT_EQ(arrivals.count("gone"), 0u);
   EXPECT_TRUE(absl::IsResourceExhausted(
       Ask(admission, s, Gang("gone", 2, 8), kT0 + absl::Minutes(7)).status()));
-  EXPECT_EQ(admission.Arrivals(kT0 + absl::Minutes(7))["gone"], kT0 + absl::Minutes(7));
+  EXPECT_EQ(admission.Arrivals(kT0 + absl::Minutes(7))["gone"].arrival, kT0 + absl::Minutes(7));
   // Forget (every pod gone) drops a seed too.
-  admission.Seed({{"deleted", kT0}}, kT0 + absl::Minutes(7));
+  admission.Seed({{"deleted", {kT0}}}, kT0 + absl::Minutes(7));
   admission.Forget(s, "deleted");
   EXPECT_EQ(admission.Arrivals(kT0 + absl::Minutes(7)).count("deleted"), 0u);
+}
+
+// Locality patience keeps running across a restart. One leaf of two half-busy 8-GPU nodes: a
+// 2 x 4 gang fits only split across them, and waits up to 30 minutes for a node of its own. It
+// had waited 25 minutes under the old leader; the new one starts it split 5 minutes after taking
+// over, not 30 (and reports its patience start for the next leader).
+TEST(QueueSeniority, PatienceStartedUnderAnEarlierLeaderIsNotStartedAgain) {
+  for (bool seeded : {true, false}) {
+    GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
+    RunOn(s, "a", 0, 0, 4);
+    RunOn(s, "b", 1, 0, 4);
+    QueueOptions opts;
+    opts.locality_patience = absl::Minutes(30);
+    QueueAdmission admission(opts);
+    if (seeded) {
+      admission.Seed({{"pair", {kT0 - absl::Hours(1), kT0 - absl::Minutes(25)}}}, kT0);
+    }
+    const GangSpec pair = Gang("pair", 2, 4);
+    auto r = Ask(admission, s, pair, kT0);
+    ASSERT_TRUE(absl::IsResourceExhausted(r.status())) << "seeded " << seeded;
+    EXPECT_NE(r.status().message().find("better-connected"), std::string::npos) << r.status();
+    EXPECT_EQ(admission.Arrivals(kT0)["pair"].could_start, seeded ? kT0 - absl::Minutes(25) : kT0);
+    r = Ask(admission, s, pair, kT0 + absl::Minutes(5));
+    EXPECT_EQ(r.ok(), seeded) << "seeded " << seeded << ": " << r.status();
+  }
 }
 
 TEST(QueueSeniority, ARequiredTierLapsesFromTheSeededArrival) {
@@ -128,7 +156,7 @@ TEST(QueueSeniority, ARequiredTierLapsesFromTheSeededArrival) {
   GangSpec g = Gang("pair", 2, 8);
   g.required_tier = "leaf";
   g.required_tier_max_wait = absl::Minutes(30);
-  admission.Seed({{"pair", kT0 - absl::Minutes(20)}}, kT0);
+  admission.Seed({{"pair", {kT0 - absl::Minutes(20)}}}, kT0);
   EXPECT_TRUE(absl::IsResourceExhausted(Ask(admission, s, g, kT0).status()));
   EXPECT_EQ(admission.Effective(s, g, kT0 + absl::Minutes(9)).required_tier, "leaf");
   EXPECT_EQ(admission.Effective(s, g, kT0 + absl::Minutes(10)).required_tier, "")
