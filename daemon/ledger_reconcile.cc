@@ -285,9 +285,22 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Pending gangs survive a rebuild (their pods keep their slots); running ones are rebuilt
-    // from what the API server says is bound.
+    // from what the API server says is bound. So are gangs whose bindings are at the API server:
+    // planned again they could move, while their pods are bound where they were; their pods are
+    // adopted as the watch reports them bound (the callbacks find no entry of theirs), and a
+    // member whose binding failed filters again next to them.
     std::map<std::string, Entry> pending;
     for (auto& [id, e] : gangs_) {
+      if (e.binding && !e.running) {
+        for (Member& m : e.slots) {
+          if (m.held) {
+            fails.emplace_back(std::move(m.held),
+                               "topogang: the cluster changed while the gang was being bound; "
+                               "a pod whose binding went through is adopted where it is bound");
+          }
+        }
+        continue;
+      }
       if (e.adopted) {
         // Regrouped again from the pod list below; its missing members filter again.
         for (Member& m : e.slots) {

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "daemon/binder.h"
+#include "k8s/pod_info.h"
 #include "tests/support/service_fixture.h"
 #include "tests/support/test_util.h"
 
@@ -154,6 +155,55 @@ TEST(BindPodGoneTest, TheOldGangsLastBindingDoesNotMarkItsResubmissionRunning) {
   EXPECT_EQ(st.running_gangs, 0) << "the resubmitted gang was marked running";
   EXPECT_EQ(st.reserved_gangs, 1);
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+// The node set changes while a gang's bindings are at the API server (a node joined or left in
+// the same second): the gang must not be planned again, onto other GPUs, while its pods are being
+// bound where they were. Here its node leaves the model. Before 2026-11-28 the gang was planned
+// again on the nodes left, and its bindings' answers marked it running there: GPUs held in the
+// model for pods running on a node it no longer has (a review finding).
+TEST(BindPodGoneTest, AGangBeingBoundWhenTheNodeSetChangesIsNotPlannedAgain) {
+  for (bool node_leaves : {true, false}) {
+    SCOPED_TRACE(node_leaves ? "its node leaves" : "another node joins");
+    GatedBinder gate;
+    testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+    const std::string last = f.names.back();
+    std::vector<std::future<std::string>> binds;
+    for (int i = 0; i < 2; ++i) {
+      const Json pod = MakePod(GangPod("cancelled", 2, i, 1));
+      ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
+      binds.push_back(f.Bind(pod, last));
+    }
+    for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("cancelled-", i));
+    const int64_t seq = f.state.LastSeq();
+    ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(node_leaves ? 15 : 17), {}).ok());
+    for (int i = 0; i < 2; ++i) gate.Answer(absl::StrCat("cancelled-", i), absl::OkStatus());
+    for (auto& b : binds) {
+      ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    }
+    bool reported = false;  // the barrier's last binding has answered
+    for (int64_t after = seq; !reported;) {
+      std::vector<DecisionEvent> got = f.state.WaitEvents(after, absl::Now() + absl::Seconds(20));
+      ASSERT_FALSE(got.empty()) << "the bindings never reported";
+      for (const DecisionEvent& e : got) reported |= e.kind == "bind" || e.kind == "bind-failed";
+      after = got.back().seq;
+    }
+    // The watch reports both pods bound there: adopted as a running gang where the node is in
+    // the model, nothing held where it is not.
+    for (int i = 0; i < 2; ++i) {
+      Json pod = MakePod(GangPod("cancelled", 2, i, 1));
+      pod["spec"]["nodeName"] = last;
+      pod["status"]["phase"] = "Running";
+      auto info = ParsePod(pod, "nvidia.com/gpu");
+      ASSERT_TRUE(info.ok()) << info.status();
+      f.ledger.ObservePod(*info);
+    }
+    EXPECT_EQ(f.UsedGpus(), node_leaves ? 0 : 2);
+    const GangLedger::Stats st = f.ledger.GetStats();
+    EXPECT_EQ(st.running_gangs, node_leaves ? 0 : 1);
+    EXPECT_EQ(st.reserved_gangs, 0);
+    EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+  }
 }
 
 // A member whose binding failed (the API server was briefly unavailable) is retried alone once
