@@ -24,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/cluster_arg.h"
 #include "common/args.h"
 #include "common/free_port.h"
 #include "common/json_util.h"
@@ -115,17 +116,10 @@ int Main(int argc, char** argv) {
   (void)absl::SimpleAtoi(args->Get("concurrency", "4"), &concurrency);
   (void)absl::SimpleAtoi(args->Get("warmup", "200"), &warmup);
 
-  auto loaded = LoadClusterFiles(args->Get("cluster", "examples/clusters/hyperscale-100k.yaml"),
-                                 args->Get("config"));
-  if (!loaded.ok()) {
-    std::cerr << loaded.status().message() << "\n";
-    return 2;
-  }
-  auto cluster = BuildCluster(*loaded);
-  if (!cluster.ok()) {
-    std::cerr << cluster.status().message() << "\n";
-    return 2;
-  }
+  auto both = LoadClusterArg(*args);
+  if (!both) return 2;
+  LoadedCluster* loaded = &both->first;
+  Cluster* cluster = &both->second;
   // Candidate lists: a spread over the cluster, as kube-scheduler's round-robin would send.
   const Cluster& c = *cluster;
   std::vector<std::string> candidates;

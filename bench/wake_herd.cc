@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "bench/cluster_arg.h"
 #include "common/args.h"
 #include "config/loader.h"
 #include "daemon/daemon_state.h"
@@ -67,17 +68,10 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  auto loaded = LoadClusterFiles(args->Get("cluster", "examples/clusters/hyperscale-100k.yaml"),
-                                 args->Get("config"));
-  if (!loaded.ok()) {
-    std::cerr << loaded.status().message() << "\n";
-    return 2;
-  }
-  auto cluster = BuildCluster(*loaded);
-  if (!cluster.ok()) {
-    std::cerr << cluster.status().message() << "\n";
-    return 2;
-  }
+  auto both = LoadClusterArg(*args);
+  if (!both) return 2;
+  LoadedCluster* loaded = &both->first;
+  Cluster* cluster = &both->second;
   const int nodes = cluster->num_nodes();
   if (free_nodes >= nodes || members <= free_nodes) {
     std::cerr << "need --free below the node count (" << nodes

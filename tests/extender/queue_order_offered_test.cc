@@ -209,15 +209,9 @@ TEST(QueueOrderOfferedTest, AGangStartedOnNodesItMayNotUseIsPlannedAgainEveryTim
   }
 }
 
-// Eight nodes: one-node jobs bound on n2, n3, n5, n6, n7 and a 2-node job on n0 + n1; the
-// job's node per member into `job_on`. n4 is free.
-void HogsAndATwoNodeJob(t::ServiceFixture& f, std::vector<std::string>* job_on) {
+// A 2-node job (2 x 8) bound on n0 + n1; the job's node per member into `job_on`.
+void BindTwoNodeJob(t::ServiceFixture& f, std::vector<std::string>* job_on) {
   const std::vector<std::string>& n = f.names;
-  for (int i : {2, 3, 5, 6, 7}) {
-    const Json pod = t::MakePod(t::GangPod(absl::StrCat("hog", i), 1, 0, 8));
-    ASSERT_EQ(f.FilterOffered(pod, {n[i]}).node_names, std::vector<std::string>{n[i]});
-    ASSERT_EQ(f.Bind(pod, n[i]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  }
   std::vector<std::future<std::string>> bound;
   for (int m = 0; m < 2; ++m) {
     const Json pod = TwoWaitingGangs::Pod("job", m);
@@ -227,6 +221,30 @@ void HogsAndATwoNodeJob(t::ServiceFixture& f, std::vector<std::string>* job_on) 
     job_on->push_back(r.node_names[0]);
   }
   for (auto& b : bound) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+}
+
+// Eight nodes: one-node jobs bound on n2, n3, n5, n6, n7 and a 2-node job on n0 + n1; the
+// job's node per member into `job_on`. n4 is free.
+void HogsAndATwoNodeJob(t::ServiceFixture& f, std::vector<std::string>* job_on) {
+  const std::vector<std::string>& n = f.names;
+  for (int i : {2, 3, 5, 6, 7}) {
+    const Json pod = t::MakePod(t::GangPod(absl::StrCat("hog", i), 1, 0, 8));
+    ASSERT_EQ(f.FilterOffered(pod, {n[i]}).node_names, std::vector<std::string>{n[i]});
+    ASSERT_EQ(f.Bind(pod, n[i]).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  }
+  ASSERT_NO_FATAL_FAILURE(BindTwoNodeJob(f, job_on));
+}
+
+// Gangs `old` and then `young` (2 x 8) wait, offered only n4; then the 2-node job ends.
+void OldThenYoungWaitThenTheJobEnds(t::ServiceFixture& f, const std::vector<std::string>& job_on) {
+  const std::vector<std::string>& n = f.names;
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
+  f.clock.Advance(absl::Seconds(1));
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[4]}).node_names.empty());
+  f.clock.Advance(absl::Seconds(1));
+  for (int m = 0; m < 2; ++m) {
+    f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("job-", m), job_on[m], 8));
+  }
 }
 
 // The same blind spot within one filter: a gang asks right after a job ended, before
@@ -283,28 +301,13 @@ TEST(QueueOrderOfferedTest, AGangPlannedAgainInsideItsOfferKeepsItsTurnOnTheNode
   const std::vector<std::string>& n = f.names;
   std::vector<std::string> job_on;
   ASSERT_NO_FATAL_FAILURE(HogsAndATwoNodeJob(f, &job_on));
-  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
-  f.clock.Advance(absl::Seconds(1));
-  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[4]}).node_names.empty());
-  f.clock.Advance(absl::Seconds(1));
-  for (int m = 0; m < 2; ++m) {
-    f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("job-", m), job_on[m], 8));
-  }
+  OldThenYoungWaitThenTheJobEnds(f, job_on);
   // old asks before kube-scheduler's cache shows n0 and n1 free: refused (FreedMomentsAgo).
   EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
   // young asks after: old is started on them, young waits.
   EXPECT_TRUE(
       f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[0], n[1], n[4]}).node_names.empty());
-  std::vector<std::string> reserved = f.state.With([](GangScheduler& s) {
-    std::vector<std::string> out;
-    if (const GangRecord* r = s.Find("default/old")) {
-      for (const MemberPlacement& m : r->placement.members) {
-        out.push_back(s.cluster().node(m.node).name);
-      }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  });
+  const std::vector<std::string> reserved = t::ReservedNodes(f, "default/old");
   EXPECT_EQ(reserved, (std::vector<std::string>{n[0], n[1]}));
 }
 
@@ -329,38 +332,15 @@ TEST(QueueOrderOfferedTest, GpusReservedButNotBoundDoNotMakeAFreedNodeLookSeenBy
   ASSERT_EQ(f.FilterOffered(t::MakePod(t::GangPod("pair", 2, 0, 2)), {n[7]}).node_names,
             std::vector<std::string>{n[7]});
   std::vector<std::string> job_on;
-  std::vector<std::future<std::string>> bound;
-  for (int m = 0; m < 2; ++m) {
-    const Json pod = TwoWaitingGangs::Pod("job", m);
-    const auto r = f.FilterOffered(pod, {n[0], n[1]});
-    ASSERT_EQ(r.node_names.size(), 1u);
-    bound.push_back(f.Bind(pod, r.node_names[0]));
-    job_on.push_back(r.node_names[0]);
-  }
-  for (auto& b : bound) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
-  f.clock.Advance(absl::Seconds(1));
-  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[4]}).node_names.empty());
-  f.clock.Advance(absl::Seconds(1));
-  for (int m = 0; m < 2; ++m) {
-    f.ledger.PodDeleted(t::FinishedPod(absl::StrCat("job-", m), job_on[m], 8));
-  }
+  ASSERT_NO_FATAL_FAILURE(BindTwoNodeJob(f, &job_on));
+  OldThenYoungWaitThenTheJobEnds(f, job_on);
   f.ledger.PodDeleted(t::FinishedPod("half-0", n[7], 4));
   EXPECT_EQ(f.FilterOffered(pair1, {n[7]}).node_names, std::vector<std::string>{n[7]});
   // old asks before kube-scheduler's cache shows n0 and n1 free, young after.
   EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n[4]}).node_names.empty());
   EXPECT_TRUE(
       f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n[0], n[1], n[4]}).node_names.empty());
-  std::vector<std::string> reserved = f.state.With([](GangScheduler& s) {
-    std::vector<std::string> out;
-    if (const GangRecord* r = s.Find("default/old")) {
-      for (const MemberPlacement& m : r->placement.members) {
-        out.push_back(s.cluster().node(m.node).name);
-      }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  });
+  const std::vector<std::string> reserved = t::ReservedNodes(f, "default/old");
   EXPECT_EQ(reserved, (std::vector<std::string>{n[0], n[1]})) << "the younger gang took them";
 }
 
@@ -391,15 +371,7 @@ TEST(QueueOrderOfferedTest, ANodeFreedBeforeOneKubeSchedulerOffersIsNotOneItMayU
   f.ledger.PodDeleted(t::FinishedPod("job-a-0", n[4], 8));
   const auto r = f.FilterOffered(sel, {n[0], n[4]});
   ASSERT_EQ(r.node_names.size(), 1u) << r.error;
-  std::vector<std::string> reserved = f.state.With([](GangScheduler& s) {
-    std::vector<std::string> out;
-    for (const MemberPlacement& m : s.Find("default/sel")->placement.members) {
-      out.push_back(s.cluster().node(m.node).name);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  });
-  EXPECT_EQ(reserved, (std::vector<std::string>{n[0], n[4]}))
+  EXPECT_EQ(t::ReservedNodes(f, "default/sel"), (std::vector<std::string>{n[0], n[4]}))
       << "planned on n1 (freed before n4, and not offered)";
   const auto m1 = f.FilterOffered(TwoWaitingGangs::Pod("sel", 1), {n[0], n[4]}).node_names;
   ASSERT_EQ(m1.size(), 1u);

@@ -63,16 +63,24 @@ void BindJob(t::ServiceFixture& f) {
   ASSERT_EQ(bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
 }
 
-std::vector<std::string> ReservedNodes(t::ServiceFixture& f, const std::string& gang) {
-  return f.state.With([&](GangScheduler& s) {
-    std::vector<std::string> nodes;
-    if (const GangRecord* r = s.Find(gang)) {
-      for (const MemberPlacement& m : r->placement.members) {
-        nodes.push_back(s.cluster().node(m.node).name);
-      }
-    }
-    return nodes;
-  });
+// The job bound on the first of two nodes, and gang of one `solo` waiting: it avoids the second
+// node (topogang.io/avoid-nodes), the only one it is offered.
+void ASoloWaitsAvoidingTheFreeNode(t::ServiceFixture& f) {
+  BindJob(f);
+  t::PodOpts o = t::GangPod("solo", 1, 0, 8);
+  o.annotations["topogang.io/avoid-nodes"] = f.names[1];
+  EXPECT_TRUE(f.FilterOffered(t::MakePod(o), {f.names[1]}).node_names.empty());
+}
+
+// Past every reservation's TTL; waits (real time: the worker's sweep) until none is left.
+void ExpireEveryReservation(t::ServiceFixture& f) {
+  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
+                  absl::Seconds(1));
+  for (absl::Time end = absl::Now() + absl::Seconds(10);
+       f.ledger.GetStats().reserved_gangs > 0 && absl::Now() < end;) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  ASSERT_EQ(f.ledger.GetStats().reserved_gangs, 0) << "the reservation did not expire";
 }
 
 // Gang g (2 x 8) waits behind the job; the job ends and no pod asks again (kube-scheduler may
@@ -97,7 +105,7 @@ TEST(WakeTest, AGangStartedByAnotherGangsFilterHasItsPodsWoken) {
   EXPECT_TRUE(wakes.Get().empty()) << "a deletion is itself an event kube-scheduler sees";
   // kube-scheduler retries `young` first: its filter starts `old`, whose pods nobody asks for.
   EXPECT_TRUE(f.FilterOffered(Pod("young", 0), f.names).node_names.empty());
-  const std::vector<std::string> old_nodes = ReservedNodes(f, "default/old");
+  const std::vector<std::string> old_nodes = t::ReservedNodes(f, "default/old");
   ASSERT_EQ(old_nodes.size(), 2u) << "the queue started the older gang";
   auto got = wakes.Get();
   ASSERT_EQ(got.size(), 1u);
@@ -134,10 +142,7 @@ TEST(WakeTest, TheTimersPassDoesNotStartAWaitingGangOfOneOnANodeItAvoids) {
   t::ServiceFixture f(2, Options(absl::Milliseconds(5)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  BindJob(f);
-  t::PodOpts o = t::GangPod("solo", 1, 0, 8);
-  o.annotations["topogang.io/avoid-nodes"] = f.names[1];
-  EXPECT_TRUE(f.FilterOffered(t::MakePod(o), {f.names[1]}).node_names.empty());
+  ASSERT_NO_FATAL_FAILURE(ASoloWaitsAvoidingTheFreeNode(f));
   absl::SleepFor(absl::Milliseconds(100));  // twenty passes: before, the first one started it
   f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
   ASSERT_TRUE(wakes.Wait());
@@ -158,13 +163,7 @@ TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWa
   // The old gang is offered two of the three free nodes (the third refused it, with room) and
   // reserved there; no member ever binds.
   ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
-  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
-                  absl::Seconds(1));
-  for (absl::Time end = absl::Now() + absl::Seconds(10);
-       f.ledger.GetStats().reserved_gangs > 0 && absl::Now() < end;) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_EQ(f.ledger.GetStats().reserved_gangs, 0) << "the reservation did not expire";
+  ASSERT_NO_FATAL_FAILURE(ExpireEveryReservation(f));
   f.ledger.PodDeleted(t::FinishedPod("g-0"));
   // Two one-node jobs take the first and third nodes; the new gang is offered the second alone.
   for (int n : {0, 2}) {
@@ -181,7 +180,7 @@ TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWa
   f.ledger.PodDeleted(t::FinishedPod("job2-0", f.names[2]));
   ASSERT_TRUE(wakes.Wait()) << "the new gang kept off the node its old gang was refused";
   EXPECT_EQ(wakes.Get()[0].first, "default/g");
-  EXPECT_EQ(ReservedNodes(f, "default/g").size(), 2u);
+  EXPECT_EQ(t::ReservedNodes(f, "default/g").size(), 2u);
 }
 
 // A gang waiting while it avoids a node, when the model is rebuilt (a node joined or was
@@ -212,21 +211,21 @@ TEST(WakeTest, AGangTheQueueStartedOnANodeItAvoidsIsPlannedAgainWhenItsPodAsks) 
   ASSERT_TRUE(f.ledger.Rebuild(t::TestCluster(3), bound).ok());
   f.ledger.PodDeleted(t::FinishedPod("job1-0", f.names[1]));
   ASSERT_TRUE(wakes.Wait());
-  std::vector<std::string> nodes = ReservedNodes(f, "default/g");
+  std::vector<std::string> nodes = t::ReservedNodes(f, "default/g");
   ASSERT_NE(absl::c_find(nodes, f.names[0]), nodes.end())
       << "the scenario needs the pass to start the gang on the node it avoids";
   // Its pod asks: not placed on the node it avoids; without it the gang does not fit yet.
   ExtenderFilterResult r = f.FilterOffered(g0, {f.names[0], f.names[1]});
   EXPECT_TRUE(r.node_names.empty()) << "placed on " << r.node_names[0];
-  nodes = ReservedNodes(f, "default/g");
+  nodes = t::ReservedNodes(f, "default/g");
   EXPECT_EQ(absl::c_find(nodes, f.names[0]), nodes.end());
   // The other job ends: the gang starts on the two nodes it may use.
   f.ledger.PodDeleted(t::FinishedPod("job2-0", f.names[2]));
   for (absl::Time end = absl::Now() + absl::Seconds(10);
-       ReservedNodes(f, "default/g").size() < 2 && absl::Now() < end;) {
+       t::ReservedNodes(f, "default/g").size() < 2 && absl::Now() < end;) {
     absl::SleepFor(absl::Milliseconds(5));
   }
-  nodes = ReservedNodes(f, "default/g");
+  nodes = t::ReservedNodes(f, "default/g");
   absl::c_sort(nodes);
   EXPECT_EQ(nodes, (std::vector<std::string>{f.names[1], f.names[2]}));
 }
@@ -238,10 +237,7 @@ TEST(WakeTest, AGangOfOneResubmittedUnderTheSameNameDoesNotInheritWhatTheOldOneA
   t::ServiceFixture f(2, Options(absl::Milliseconds(5)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  BindJob(f);
-  t::PodOpts old = t::GangPod("solo", 1, 0, 8);
-  old.annotations["topogang.io/avoid-nodes"] = f.names[1];
-  EXPECT_TRUE(f.FilterOffered(t::MakePod(old), {f.names[1]}).node_names.empty());
+  ASSERT_NO_FATAL_FAILURE(ASoloWaitsAvoidingTheFreeNode(f));
   f.ledger.PodDeleted(t::FinishedPod("solo-0"));
   f.clock.Advance(absl::Minutes(7));  // its queue entry goes stale at the timer's next pass
   for (absl::Time end = absl::Now() + absl::Seconds(10);
@@ -273,13 +269,7 @@ TEST(WakeTest, WhatAGangLearnedOfItsNodesOutlivesItsExpiredReservationWhileItsPo
   f.ledger.SetWaker(wakes.Fn());
   ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
   ASSERT_EQ(f.FilterOffered(Pod("g", 1), {f.names[0], f.names[1]}).node_names.size(), 1u);
-  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
-                  absl::Seconds(1));
-  for (absl::Time end = absl::Now() + absl::Seconds(10);
-       f.ledger.GetStats().reserved_gangs > 0 && absl::Now() < end;) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_EQ(f.ledger.GetStats().reserved_gangs, 0) << "the reservation did not expire";
+  ASSERT_NO_FATAL_FAILURE(ExpireEveryReservation(f));
   for (int n : {1, 2}) {
     const Json job = t::MakePod(t::GangPod(absl::StrCat("job", n), 1, 0, 8));
     ASSERT_EQ(f.FilterOffered(job, {f.names[n]}).node_names.size(), 1u);
@@ -292,7 +282,7 @@ TEST(WakeTest, WhatAGangLearnedOfItsNodesOutlivesItsExpiredReservationWhileItsPo
   EXPECT_TRUE(wakes.Get().empty()) << "started on n2, which its pods are not offered";
   f.ledger.PodDeleted(t::FinishedPod("job1-0", f.names[1], 8));
   ASSERT_TRUE(wakes.Wait());
-  std::vector<std::string> nodes = ReservedNodes(f, "default/g");
+  std::vector<std::string> nodes = t::ReservedNodes(f, "default/g");
   absl::c_sort(nodes);
   EXPECT_EQ(nodes, (std::vector<std::string>{f.names[0], f.names[1]}));
 }
@@ -312,7 +302,7 @@ TEST(WakeTest, TheQueueRunsByItselfAndWakesWhatItStarts) {
   f.ledger.SetWaker(wakes.Fn());
   ASSERT_NO_FATAL_FAILURE(StartedByTheTimer(f, wakes));
   EXPECT_EQ(wakes.Get()[0].first, "default/g");
-  EXPECT_EQ(ReservedNodes(f, "default/g").size(), 2u);
+  EXPECT_EQ(t::ReservedNodes(f, "default/g").size(), 2u);
   EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
 }
 
@@ -328,7 +318,7 @@ TEST(WakeTest, AGangStartedByTheQueueWhosePodsAreThenDeletedGivesItsGpusBackAtOn
   EXPECT_EQ(f.UsedGpus(), 16);
   f.ledger.PodDeleted(t::FinishedPod("g-0"));
   EXPECT_EQ(f.UsedGpus(), 0);
-  EXPECT_TRUE(ReservedNodes(f, "default/g").empty());
+  EXPECT_TRUE(t::ReservedNodes(f, "default/g").empty());
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
@@ -345,8 +335,8 @@ TEST(WakeTest, AnExpiredReservationStartsTheWaitingGangAtOnce) {
                   absl::Seconds(1));
   ASSERT_TRUE(wakes.Wait()) << "the expiry did not run the queue";
   EXPECT_EQ(wakes.Get()[0].first, "default/second");
-  EXPECT_EQ(ReservedNodes(f, "default/second").size(), 2u);
-  EXPECT_TRUE(ReservedNodes(f, "default/first").empty());
+  EXPECT_EQ(t::ReservedNodes(f, "default/second").size(), 2u);
+  EXPECT_TRUE(t::ReservedNodes(f, "default/first").empty());
 }
 
 TEST(WakeTest, WithoutAWakerTheQueueStillStartsTheGang) {
@@ -358,7 +348,7 @@ TEST(WakeTest, WithoutAWakerTheQueueStillStartsTheGang) {
   f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
   bool started = false;
   for (absl::Time end = absl::Now() + absl::Seconds(10); !started && absl::Now() < end;) {
-    started = ReservedNodes(f, "default/g").size() == 2;
+    started = t::ReservedNodes(f, "default/g").size() == 2;
     absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_TRUE(started);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <set>
 #include <string>
@@ -92,5 +93,20 @@ struct ServiceFixture {
   ExtenderService service;
   std::vector<std::string> names;
 };
+
+// The nodes GPUs are reserved (or held) on for `gang` in the model, sorted; none when it has no
+// record.
+inline std::vector<std::string> ReservedNodes(ServiceFixture& f, const std::string& gang) {
+  return f.state.With([&](GangScheduler& s) {
+    std::vector<std::string> out;
+    if (const GangRecord* r = s.Find(gang)) {
+      for (const MemberPlacement& m : r->placement.members) {
+        out.push_back(s.cluster().node(m.node).name);
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  });
+}
 
 }  // namespace topogang::testing
