@@ -92,7 +92,7 @@ std::vector<std::string> GangLedger::SlotNodesLocked(const std::string& id) cons
 
 // --- ledger maintenance --------------------------------------------------------------------------
 
-void GangLedger::DropEntryLocked(const std::string& id, const std::string& why, bool release_core,
+void GangLedger::DropEntryLocked(std::string id, const std::string& why, bool release_core,
                                  FailList* fail) {
   auto it = gangs_.find(id);
   if (it == gangs_.end()) return;
@@ -103,7 +103,7 @@ void GangLedger::DropEntryLocked(const std::string& id, const std::string& why, 
     by_pod_.erase(m.key);
     // Its pod is still there and will ask again: it waits, as a refused one does (its deletion
     // then forgets the gang, and a gang started for it wakes it).
-    if (multi) NoteWaitingPodLocked(id, m.key);
+    if (multi && !m.bound) NoteWaitingPodLocked(id, m.key);
   }
   gangs_.erase(it);
   pending_.erase(id);
@@ -114,7 +114,7 @@ void GangLedger::DropEntryLocked(const std::string& id, const std::string& why, 
   }
 }
 
-void GangLedger::SyncOneLocked(const std::string& id, FailList* fail) {
+void GangLedger::SyncOneLocked(std::string id, FailList* fail) {
   if (!pending_.contains(id)) return;
   bool gone = state_.With([&](GangScheduler& s) { return s.Find(id) == nullptr; });
   if (!gone) return;

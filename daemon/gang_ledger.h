@@ -273,9 +273,9 @@ class GangLedger {
   // their held binds. Returns the callbacks to fail (called outside the lock).
   void SyncWithCoreLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
   // The same for one gang (the hot path touches only the gang it serves).
-  void SyncOneLocked(const std::string& id,
-                     std::vector<std::pair<BindCallback, std::string>>* fail);
-  void DropEntryLocked(const std::string& id, const std::string& why, bool release_core,
+  // `id` by value: callers pass keys of maps these erase (by_pod_'s gang names).
+  void SyncOneLocked(std::string id, std::vector<std::pair<BindCallback, std::string>>* fail);
+  void DropEntryLocked(std::string id, const std::string& why, bool release_core,
                        std::vector<std::pair<BindCallback, std::string>>* fail);
   std::vector<std::string> SlotNodesLocked(const std::string& id) const;
   // Every member arrived: commits gang `id` of `generation` (a re-plan can no longer move it) and
@@ -352,12 +352,13 @@ class GangLedger {
   // (NodesRefusedWithRoom), and those it avoids while a gang of one waits. No hold for it, and no
   // queue pass for another gang, may use them. Both are dropped once nothing waits for the gang.
   std::map<std::string, std::vector<int>> hold_excluded_;
-  // Pods that filtered while their gang could not be reserved (it waits in the admission queue,
-  // holding no slot): pod key -> gang, and gang -> its pods. When the last of them is deleted the
-  // gang leaves the queue at once, instead of waiting there for its TTL.
+  // Pods that wait for their gang (refused, or its reservation dropped), holding no slot: pod key
+  // -> gang, and gang -> its pods (until the pod takes a slot: ForgetWaitingPodLocked). When the
+  // last of them is deleted the gang leaves the queue at once, not after its TTL.
   std::map<std::string, std::string> waiting_pod_;
   std::map<std::string, std::set<std::string>> waiting_pods_;
   void NoteWaitingPodLocked(const std::string& gang, const std::string& key);
+  void ForgetWaitingPodLocked(const std::string& key);
   // Wakes the pods of every gang the queue started since the last call: their pods were
   // refused, and wait for kube-scheduler to ask again. Not `asker` (the gang whose pod
   // `asker_pod` is filtering; "" for none) unless other pods of it were refused before.

@@ -57,6 +57,7 @@ absl::StatusOr<int> GangLedger::GrowElasticLocked(const std::string& id, Entry& 
   e.spec.members = static_cast<int>(e.slots.size());
   e.slots.back().pod.annotations = RankAnnotations(slot, e.spec.members);
   by_pod_[key] = {id, slot};
+  ForgetWaitingPodLocked(key);
   const std::string msg = absl::StrCat("elastic gang ", id, " grows to ", e.spec.members, " of ",
                                        e.elastic_max, " members: pod ", pod.Key(), " on ", *node);
   state_.Publish({0, {}, "grow", id, *node, msg});

@@ -461,6 +461,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           m.pod = PodBinding{pod.name, pod.namespace_, pod.uid, nodes[slot], pod.scheduler_name};
           if (e.multi) m.pod.annotations = RankAnnotations(slot, e.spec.members);
           by_pod_[key] = {id, slot};
+          ForgetWaitingPodLocked(key);
           // Progress: a new member has come, the reservation lives on.
           state_.With([&](GangScheduler& s) { return s.Touch(id, state_.clock().Now()); })
               .IgnoreError();

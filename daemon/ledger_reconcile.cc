@@ -198,6 +198,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
     }
     return;
   }
+  ForgetWaitingPodLocked(key);  // a stale record must not outlive the pod
   const std::string id = p->second.first;
   const int slot = p->second.second;
   Entry& e = gangs_.at(id);
@@ -371,6 +372,16 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
   }
   RunFails(fails);
   return result;
+}
+
+void GangLedger::ForgetWaitingPodLocked(const std::string& key) {
+  auto w = waiting_pod_.find(key);
+  if (w == waiting_pod_.end()) return;
+  if (auto g = waiting_pods_.find(w->second); g != waiting_pods_.end()) {
+    g->second.erase(key);
+    if (g->second.empty()) waiting_pods_.erase(g);
+  }
+  waiting_pod_.erase(w);
 }
 
 void GangLedger::NoteWaitingPodLocked(const std::string& gang, const std::string& key) {

@@ -90,6 +90,7 @@ std::optional<std::string> GangLedger::AdoptIntoGangLocked(const PodInfo& pod,
   mem.assigned = mem.bound = true;
   mem.pod = {pod.name, pod.namespace_, pod.uid, pod.node_name};
   by_pod_[key] = {id, slot};
+  ForgetWaitingPodLocked(key);
   return std::nullopt;
 }
 
@@ -139,6 +140,7 @@ std::optional<std::string> GangLedger::AdoptBoundLocked(const PodInfo& pod) {
   e.slots.push_back(std::move(mem));
   gangs_[id] = std::move(e);
   by_pod_[key] = {id, 0};
+  ForgetWaitingPodLocked(key);
   return std::nullopt;
 }
 

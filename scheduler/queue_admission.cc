@@ -76,6 +76,8 @@ absl::StatusOr<const GangRecord*> QueueAdmission::Admit(
   // Started earlier by the queue on behalf of an earlier filter of this gang.
   if (const GangRecord* r = sched.Find(gang.name); r && r->state == GangState::kReserved) {
     last_seen_.erase(gang.name);
+    Arrival& a = arrived_.at(gang.name);
+    a.could_start = a.thin_since = absl::InfiniteFuture();  // it did not wait: no patience to keep
     return r;
   }
   if (!queue_.Contains(gang.name)) {
@@ -144,8 +146,10 @@ std::map<std::string, QueueSeniority> QueueAdmission::Arrivals(absl::Time now) c
 void QueueAdmission::Seed(const std::map<std::string, QueueSeniority>& arrivals, absl::Time now) {
   for (const auto& [name, t] : arrivals) {
     if (arrived_.contains(name)) continue;  // this leader has seen it ask: it keeps what it has
-    arrived_[name] = Arrival{std::min(t.arrival, now), now, true, std::min(t.could_start, now),
-                             std::min(t.thin_since, now)};
+    // Never in the future; a patience not started (InfiniteFuture) stays not started.
+    auto clamp = [&](absl::Time x) { return x == absl::InfiniteFuture() ? x : std::min(x, now); };
+    arrived_[name] =
+        Arrival{std::min(t.arrival, now), now, true, clamp(t.could_start), clamp(t.thin_since)};
   }
 }
 

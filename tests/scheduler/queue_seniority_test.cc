@@ -150,6 +150,19 @@ TEST(QueueSeniority, PatienceStartedUnderAnEarlierLeaderIsNotStartedAgain) {
   }
 }
 
+// A seeded arrival with no patience started (a bare number in the journal) keeps none started:
+// the gang's patience starts when it first could start on a slower placement, not at the
+// failover, and it is written back as a bare arrival.
+TEST(QueueSeniority, ASeededArrivalWithoutPatienceStartsNone) {
+  GangScheduler s = TwoNodesOneBusy();
+  QueueAdmission admission;
+  admission.Seed({{"g", {kT0 - absl::Hours(1)}}}, kT0);
+  EXPECT_EQ(admission.Arrivals(kT0)["g"], (QueueSeniority{kT0 - absl::Hours(1)}));
+  EXPECT_TRUE(absl::IsResourceExhausted(Ask(admission, s, Gang("g", 2, 8), kT0).status()));
+  EXPECT_EQ(admission.Arrivals(kT0)["g"], (QueueSeniority{kT0 - absl::Hours(1)}))
+      << "its patience was started at the failover";
+}
+
 TEST(QueueSeniority, ARequiredTierLapsesFromTheSeededArrival) {
   GangScheduler s = TwoNodesOneBusy();
   QueueAdmission admission;
