@@ -15,6 +15,7 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "k8s/pod_info.h"
 #include "tests/support/service_fixture.h"
 #include "tests/support/test_util.h"
 
@@ -285,6 +286,33 @@ TEST(WakeTest, WhatAGangLearnedOfItsNodesOutlivesItsExpiredReservationWhileItsPo
   std::vector<std::string> nodes = t::ReservedNodes(f, "default/g");
   absl::c_sort(nodes);
   EXPECT_EQ(nodes, (std::vector<std::string>{f.names[0], f.names[1]}));
+}
+
+// A pod that takes a slot no longer counts as waiting. Gang g's reservation is dropped when one
+// of its pods is bound outside topogang (its other pod then waits again); g is regrouped around
+// that pod, and the other pod takes the missing member's slot. Once both are deleted nothing of
+// g waits: a new g, starting at its own first filter, wakes nobody (before 2026-11-28's fix, a
+// stale record of the old pod made it wake every refused pod in the cluster).
+TEST(WakeTest, APodThatTookASlotIsNotLeftWaitingForALaterGangOfTheSameName) {
+  t::ServiceFixture f(4, Options(absl::ZeroDuration()));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  ASSERT_EQ(f.FilterOffered(Pod("g", 1), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  Json elsewhere = Pod("g", 0);
+  elsewhere["spec"]["nodeName"] = f.names[3];
+  elsewhere["status"]["phase"] = "Running";
+  auto seen = ParsePod(elsewhere, "nvidia.com/gpu");
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  f.ledger.ObservePod(*seen);  // bound outside topogang
+  ASSERT_EQ(f.FilterOffered(Pod("g", 1), f.names).node_names.size(), 1u);
+  f.ledger.PodDeleted(t::FinishedPod("g-0", f.names[3], 8));
+  f.ledger.PodDeleted(t::FinishedPod("g-1", "", 8));
+  ASSERT_EQ(f.UsedGpus(), 0);
+  t::PodOpts again = t::GangPod("g", 2, 0, 8);
+  again.uid = "uid-g-0-again";
+  ASSERT_EQ(f.FilterOffered(t::MakePod(again), f.names).node_names.size(), 1u);
+  EXPECT_TRUE(wakes.Get().empty()) << "woken for a pod that had taken a slot and was deleted";
 }
 
 TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {
