@@ -176,25 +176,20 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
     auto w = waiting_pod_.find(key);
     if (w == waiting_pod_.end()) return;
     const std::string gang = w->second;
-    waiting_pod_.erase(w);
-    auto g = waiting_pods_.find(gang);
-    if (g != waiting_pods_.end()) {
-      g->second.erase(key);
-      if (g->second.empty() && !gangs_.contains(gang)) {
-        waiting_pods_.erase(g);
-        state_.With([&](GangScheduler& s) {
-          admission_->Forget(s, gang);
-          // Started meanwhile by the queue (another gang's filter, the timer) for pods that
-          // never came back: its GPUs go now, not after the reservation's TTL.
-          if (const GangRecord* r = s.Find(gang); r && r->state == GangState::kReserved) {
-            (void)s.Release(gang);
-          }
-          return 0;
-        });
-        excluded_.erase(gang);
-        hold_excluded_.erase(gang);
-        state_.Publish({0, {}, "release", gang, "", "every pod of the waiting gang was deleted"});
-      }
+    ForgetWaitingPodLocked(key);
+    if (!waiting_pods_.contains(gang) && !gangs_.contains(gang)) {
+      state_.With([&](GangScheduler& s) {
+        admission_->Forget(s, gang);
+        // Started meanwhile by the queue (another gang's filter, the timer) for pods that
+        // never came back: its GPUs go now, not after the reservation's TTL.
+        if (const GangRecord* r = s.Find(gang); r && r->state == GangState::kReserved) {
+          (void)s.Release(gang);
+        }
+        return 0;
+      });
+      excluded_.erase(gang);
+      hold_excluded_.erase(gang);
+      state_.Publish({0, {}, "release", gang, "", "every pod of the waiting gang was deleted"});
     }
     return;
   }
@@ -292,24 +287,17 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     // member whose binding failed filters again next to them.
     std::map<std::string, Entry> pending;
     for (auto& [id, e] : gangs_) {
-      if (e.binding && !e.running) {
+      const bool binding = e.binding && !e.running;
+      if (binding || e.adopted) {
+        // Regrouped again from the pod list below (and, for a gang being bound, as the watch
+        // reports its pods bound); its missing members filter again.
+        const char* why = binding
+                              ? "topogang: the cluster changed while the gang was being bound; a "
+                                "pod whose binding went through is adopted where it is bound"
+                              : "topogang: the cluster changed while the gang's missing members "
+                                "waited to bind; retry";
         for (Member& m : e.slots) {
-          if (m.held) {
-            fails.emplace_back(std::move(m.held),
-                               "topogang: the cluster changed while the gang was being bound; "
-                               "a pod whose binding went through is adopted where it is bound");
-          }
-        }
-        continue;
-      }
-      if (e.adopted) {
-        // Regrouped again from the pod list below; its missing members filter again.
-        for (Member& m : e.slots) {
-          if (m.held) {
-            fails.emplace_back(std::move(m.held),
-                               "topogang: the cluster changed while the gang's missing members "
-                               "waited to bind; retry");
-          }
+          if (m.held) fails.emplace_back(std::move(m.held), why);
         }
         continue;
       }
@@ -389,11 +377,10 @@ void GangLedger::NoteWaitingPodLocked(const std::string& gang, const std::string
     waiting_pod_.clear();
     waiting_pods_.clear();
   }
-  auto [it, added] = waiting_pod_.emplace(key, gang);
-  if (!added && it->second != gang) {
-    waiting_pods_[it->second].erase(key);
-    it->second = gang;
+  if (auto w = waiting_pod_.find(key); w != waiting_pod_.end() && w->second != gang) {
+    ForgetWaitingPodLocked(key);  // it waits for another gang now
   }
+  waiting_pod_[key] = gang;
   waiting_pods_[gang].insert(key);
 }
 

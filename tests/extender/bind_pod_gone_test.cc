@@ -124,6 +124,19 @@ TEST(BindPodGoneTest, AGangCancelledWhileItBindsGivesEveryGpuBack) {
   ExpectNothingHeld(f);
 }
 
+// Waits until a barrier opened after decision `seq` publishes its outcome ("bind" or
+// "bind-failed"): its last binding has answered and its callbacks have run.
+void WaitForBindOutcome(testing::ServiceFixture& f, int64_t seq) {
+  for (int64_t after = seq;;) {
+    std::vector<DecisionEvent> got = f.state.WaitEvents(after, absl::Now() + absl::Seconds(20));
+    ASSERT_FALSE(got.empty()) << "the bindings never reported";
+    for (const DecisionEvent& e : got) {
+      if (e.kind == "bind" || e.kind == "bind-failed") return;
+    }
+    after = got.back().seq;
+  }
+}
+
 // A gang deleted whole while its bindings are at the API server, and resubmitted under the same
 // name before they answer (a JobSet restart: new pods, new UIDs, the same gang label). The old
 // bindings' answers belong to the old gang: before 2026-11-28 the last of them marked the new gang
@@ -144,13 +157,7 @@ TEST(BindPodGoneTest, TheOldGangsLastBindingDoesNotMarkItsResubmissionRunning) {
   gate.Answer("cancelled-0", absl::NotFoundError("pods \"cancelled-0\" not found"));
   gate.Answer("cancelled-1", absl::NotFoundError("pods \"cancelled-1\" not found"));
   // The old gang's barrier reports its outcome once its last binding has answered.
-  bool reported = false;
-  for (int64_t after = seq; !reported;) {
-    std::vector<DecisionEvent> got = f.state.WaitEvents(after, absl::Now() + absl::Seconds(20));
-    ASSERT_FALSE(got.empty()) << "the old bindings never reported";
-    for (const DecisionEvent& e : got) reported |= e.kind == "bind-failed";
-    after = got.back().seq;
-  }
+  ASSERT_NO_FATAL_FAILURE(WaitForBindOutcome(f, seq));
   const GangLedger::Stats st = f.ledger.GetStats();
   EXPECT_EQ(st.running_gangs, 0) << "the resubmitted gang was marked running";
   EXPECT_EQ(st.reserved_gangs, 1);
@@ -181,13 +188,7 @@ TEST(BindPodGoneTest, AGangBeingBoundWhenTheNodeSetChangesIsNotPlannedAgain) {
     for (auto& b : binds) {
       ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
     }
-    bool reported = false;  // the barrier's last binding has answered
-    for (int64_t after = seq; !reported;) {
-      std::vector<DecisionEvent> got = f.state.WaitEvents(after, absl::Now() + absl::Seconds(20));
-      ASSERT_FALSE(got.empty()) << "the bindings never reported";
-      for (const DecisionEvent& e : got) reported |= e.kind == "bind" || e.kind == "bind-failed";
-      after = got.back().seq;
-    }
+    ASSERT_NO_FATAL_FAILURE(WaitForBindOutcome(f, seq));  // the last binding has answered
     // The watch reports both pods bound there: adopted as a running gang where the node is in
     // the model, nothing held where it is not.
     for (int i = 0; i < 2; ++i) {
