@@ -39,6 +39,7 @@
 #include "daemon/daemon_state.h"
 #include "daemon/eviction_queue.h"
 #include "daemon/evictor.h"
+#include "daemon/gang_ledger_options.h"
 #include "k8s/gang_conventions.h"
 #include "k8s/gang_labels.h"
 #include "k8s/pod_info.h"
@@ -47,71 +48,6 @@
 #include "scheduler/queue_admission.h"
 
 namespace topogang {
-
-struct GangLedgerOptions {
-  std::string gpu_resource = "nvidia.com/gpu";
-  // How long one held bind waits for the rest of its gang before it is answered with an error
-  // (the member keeps its slot and its arrival; kube-scheduler retries it after its backoff).
-  // Must stay below kube-scheduler's extender httpTimeout (5s by default), or the scheduler
-  // gives up on the request first. The reservation itself lives as long as members keep
-  // arriving (SchedulerOptions::reservation_ttl after the last one).
-  absl::Duration bind_window = absl::Seconds(4);
-  // Bindings in flight at once (API server calls). A 4,096-member gang binds in 4,096 / this
-  // round trips instead of 4,096; kube-scheduler itself binds each pod on its own goroutine.
-  // 64: a 1,024-member gang's bindings took 0.39 s instead of 1.05 s at 16 (bench/gang_e2e).
-  int bind_parallelism = 64;
-  // How often the worker answers held binds past their window.
-  absl::Duration tick = absl::Milliseconds(100);
-  // How often reservation TTLs are swept (filter and bind check their own gang every call).
-  absl::Duration sweep = absl::Seconds(1);
-  // Gang queue (backfill, holds for starved large gangs) used by the default admission.
-  QueueOptions queue;
-  // Who holds a gang named through the upstream API (spec.schedulingGroup / workloadRef) until
-  // all its members are there. kAuto: kube-scheduler's GangScheduling plugin does, at Permit,
-  // before the bind verb; so topogang binds each such member as it arrives (it still plans and
-  // reserves the whole gang), unless a member reaches bind before every member was filtered:
-  // then the plugin is evidently off and that gang falls back to topogang's barrier (a Warning
-  // event says so). kTopogang: topogang's own barrier always, for a scheduler profile with
-  // GangScheduling disabled. Gangs named any other way always use topogang's.
-  enum class GangBarrier { kAuto, kTopogang };
-  // spec.schedulerName values this daemon serves; a pod naming another is refused at filter.
-  // Empty: any (kube-scheduler sends every profile's pods to its extenders, so set it when the
-  // extender is configured on a shared kube-scheduler). Bindings are checked against the API
-  // server either way (the pod must be pending there under the name seen at filter).
-  std::vector<std::string> scheduler_names;
-  // Topology-aware preemption for a multi-pod gang that cannot be placed: whole gangs of lower
-  // priority are evicted (daemon/ledger_preempt.cc). Needs an Evictor (cluster mode).
-  bool preemption = true;
-  PreemptionOptions preemption_plan;
-  // After a PodDisruptionBudget blocked a preemption, the next attempt for that gang waits this
-  // long (clock time). kube-scheduler retries the gang's pods on its own in between.
-  absl::Duration preemption_retry = absl::Seconds(30);
-  // The preempted gangs' nodes are kept from gangs of equal or lower priority this long, or until
-  // the preemptor is placed (kube-scheduler's nominatedNodeName, for a whole gang).
-  absl::Duration nomination_ttl = absl::Minutes(5);
-  // A gang whose member pod failed on a node avoids that node this long when it is planned again
-  // (clock time; the nodes it names in topogang.io/avoid-nodes it avoids while it names them).
-  absl::Duration failed_node_memory = absl::Hours(1);
-  // Gangs of at least this many GPUs avoid nodes the agents' signals made slow
-  // (DaemonState::slow_nodes); 0 = none does. One slow rank paces a whole all-reduce; a small
-  // job barely notices.
-  long slow_node_gang_gpus = 64;
-  GangBarrier gang_barrier = GangBarrier::kAuto;
-  // A pod refused for lack of room whose previous such refusal is at least this old (clock
-  // time) is answered with a filter Error instead, once: kube-scheduler then tries it again
-  // after its backoff. Such a pod was woken by a cluster event (a job ended), and its filter may
-  // have reached topogangd before topogangd's own watch applied that event; a plain refusal on
-  // that stale view would park it in kube-scheduler's unschedulable pool until the next event,
-  // or 5 minutes. Must exceed podMaxBackoffSeconds (10 s), so that the retry itself, refused
-  // again, is a plain refusal and no pod loops. Zero: off.
-  absl::Duration wake_retry = absl::Seconds(30);
-  // How often the worker runs the gang queue by itself while gangs wait in it (and at once after
-  // a reservation expires). Time alone changes what may start: a reservation expires, a hold
-  // gives up, a required tier lapses; nothing in the cluster changes, so kube-scheduler does not
-  // ask again about the waiting pods for up to 5 minutes. A gang the queue starts without its own
-  // pod asking (this pass, or another gang's filter) has its pods woken (SetWaker). Zero: off.
-  absl::Duration queue_pass = absl::Seconds(5);
-};
 
 // Asks kube-scheduler to try again the pods of `gang`, which it was told could not fit and now
 // can: GPUs are reserved for it, on `node` among others (kube/: a Node annotation update, a
@@ -292,6 +228,16 @@ class GangLedger {
   void PodGoneAtBind(const PodBinding& b);
   // Runs a binding on the pool; `done` gets the result on a pool thread.
   void BindAsync(PodBinding b, std::function<void(absl::Status)> done);
+  // Pods whose bindings were at the API server when the model was rebuilt (key -> node): adopted
+  // as bound there, since the watch reports them bound only later and their GPUs must not look
+  // free meanwhile. Settled by the binding's answer, the watch, or the pod's deletion.
+  std::map<std::string, std::string> bound_at_rebuild_;
+  // Of the pods adopted at a rebuild, those the watch had not seen at all: adopted alone, by
+  // their bindings; adopted again into their gang once the watch shows their labels.
+  std::set<std::string> adopted_unseen_;
+  // A binding of `key` answered `st`: true when the pod was adopted at a rebuild and the binding
+  // failed, so its GPUs go back (PodGoneAtBind, outside the lock; NotFound does that already).
+  bool SettleRebuiltBindingLocked(const std::string& key, const absl::Status& st);
   std::optional<std::string> AdoptBoundLocked(const PodInfo& pod);
   // Adopts `pod` into its multi-pod gang; nullopt when it joined, otherwise why it cannot (the
   // caller adopts it alone). Sets *error when the pod cannot be adopted at all.

@@ -60,6 +60,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         binding.scheduler_name = m.pod.scheduler_name;
         binding.annotations = m.pod.annotations;
         m.pod = binding;
+        m.in_flight = true;  // a rebuild meanwhile keeps its GPUs taken (bound_at_rebuild_)
         direct = true;
       } else if (e.binding) {
         fails.emplace_back(std::move(done), "the gang's bindings are in progress; retry");
@@ -110,17 +111,28 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
   }
   if (direct) {
     BindAsync(binding, [this, key, id, binding, done = std::move(done)](absl::Status st) {
-      if (st.ok() && !id.empty()) {
+      bool unpin = false;
+      if (!id.empty()) {
         std::lock_guard<std::mutex> lock(mu_);
         if (auto p = by_pod_.find(key); p != by_pod_.end()) {
-          gangs_.at(p->second.first).slots[p->second.second].bound = true;
+          Member& m = gangs_.at(p->second.first).slots[p->second.second];
+          m.in_flight = false;
+          if (st.ok()) m.bound = true;
         }
+        unpin = SettleRebuiltBindingLocked(key, st);
       }
       done(st.ok() ? "" : std::string(st.message()));
-      if (absl::IsNotFound(st) && !id.empty()) PodGoneAtBind(binding);
+      if ((absl::IsNotFound(st) || unpin) && !id.empty()) PodGoneAtBind(binding);
     });
   }
   if (open_barrier) Enqueue([this, id, generation] { CompleteBarrier(id, generation); });
+}
+
+bool GangLedger::SettleRebuiltBindingLocked(const std::string& key, const absl::Status& st) {
+  if (bound_at_rebuild_.erase(key) == 0) return false;
+  // Failed: the pod is not on the node it was adopted on. It gives that slot back and filters
+  // again (a member of its regrouped gang, placed next to the others).
+  return !st.ok() && !absl::IsNotFound(st);
 }
 
 void GangLedger::PodGoneAtBind(const PodBinding& b) {
@@ -302,11 +314,13 @@ void GangLedger::CompleteBarrier(const std::string& id, uint64_t generation) {
     BindAsync(p.binding, [this, id, generation, p, out, finish, mark_running](absl::Status st) {
       BindCallback reply;
       bool last;
+      bool unpin;
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = gangs_.find(id);
         const std::string key =
             PodKey(p.binding.pod_uid, p.binding.pod_namespace, p.binding.pod_name);
+        unpin = SettleRebuiltBindingLocked(key, st);
         // The slot may have been given up meanwhile (the pod was deleted): touch it only if it
         // is still this pod's.
         if (it != gangs_.end() && it->second.generation == generation &&
@@ -327,7 +341,7 @@ void GangLedger::CompleteBarrier(const std::string& id, uint64_t generation) {
       }
       if (reply) reply(st.ok() ? "" : std::string(st.message()));
       if (last) finish();
-      if (absl::IsNotFound(st)) PodGoneAtBind(p.binding);
+      if (absl::IsNotFound(st) || unpin) PodGoneAtBind(p.binding);
     });
   }
 }

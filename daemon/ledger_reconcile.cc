@@ -117,6 +117,15 @@ void GangLedger::ObservePod(const PodInfo& pod) {
     return;
   }
   waiting_since_.erase(key);
+  bound_at_rebuild_.erase(key);  // its binding went through
+  if (adopted_unseen_.erase(key) > 0) {
+    // Adopted alone at a rebuild before the watch had seen it: its labels now tell its gang.
+    // Its GPUs go back and are taken again below, under the same lock.
+    if (auto p = by_pod_.find(key); p != by_pod_.end()) {
+      FailList none;  // a running gang of one holds no bind
+      DropEntryLocked(p->second.first, "", /*release_core=*/true, &none);
+    }
+  }
   if (auto p = by_pod_.find(key); p != by_pod_.end()) {
     const std::string id = p->second.first;
     Entry& e = gangs_.at(id);
@@ -159,6 +168,8 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   std::lock_guard<std::mutex> lock(mu_);
   passthrough_.erase(key);
   waiting_since_.erase(key);
+  bound_at_rebuild_.erase(key);
+  adopted_unseen_.erase(key);
   if (!pod.node_name.empty()) {
     if (freed_at_.size() >= kMaxHints) freed_at_.clear();  // only hints
     // At most what kube-scheduler saw free there before: the node's GPUs less this pod's. Not the
@@ -282,9 +293,36 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     std::lock_guard<std::mutex> lock(mu_);
     // Pending gangs survive a rebuild (their pods keep their slots); running ones are rebuilt
     // from what the API server says is bound. So are gangs whose bindings are at the API server:
-    // planned again they could move, while their pods are bound where they were; their pods are
-    // adopted as the watch reports them bound (the callbacks find no entry of theirs), and a
-    // member whose binding failed filters again next to them.
+    // planned again they could move, while their pods are bound where they were. Their pods are
+    // adopted where their bindings name (the callbacks find no entry of theirs), and a member
+    // whose binding fails gives its GPUs back and filters again next to the others.
+    // Pods bound, or whose bindings are at the API server, by topogang: the watch may still show
+    // them pending (`pods` is its cache), and their GPUs must not look free in the new model, for
+    // another gang to be promised. Those pinned at an earlier rebuild and still unanswered too.
+    std::map<std::string, std::string> bound_at = bound_at_rebuild_;
+    struct Unseen {
+      PodBinding pod;
+      int gpus = 0;
+    };
+    std::map<std::string, Unseen> unseen;  // ... those whose pod the watch has not seen at all
+    {
+      std::map<std::string, std::vector<std::string>> nodes;
+      for (const auto& [key, where] : by_pod_) {
+        const Entry& e = gangs_.at(where.first);
+        const Member& m = e.slots[where.second];
+        if (!m.bound && !m.in_flight) continue;
+        auto n = nodes.try_emplace(where.first).first;
+        if (n->second.empty()) n->second = SlotNodesLocked(where.first);
+        const std::string node = where.second < static_cast<int>(n->second.size())
+                                     ? n->second[where.second]
+                                     : m.pod.node;
+        if (node.empty()) continue;
+        bound_at[key] = node;
+        if (m.in_flight) bound_at_rebuild_[key] = node;
+        unseen[key] = {m.pod, e.spec.gpus_per_member};
+      }
+      for (const PodInfo& p : pods) unseen.erase(PodKey(p.uid, p.namespace_, p.name));
+    }
     std::map<std::string, Entry> pending;
     for (auto& [id, e] : gangs_) {
       const bool binding = e.binding && !e.running;
@@ -314,12 +352,34 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     GangScheduler fresh(std::move(cluster),
                         state_.With([](GangScheduler& s) { return s.options(); }));
     state_.ReplaceScheduler(std::move(fresh));
-    for (const PodInfo& p : pods) {
-      if (p.Terminal() || p.node_name.empty() || p.gpus == 0) continue;
+    auto adopt = [&](const PodInfo& p) {
       if (auto err = AdoptBoundLocked(p)) {
         state_.Publish(
             {0, {}, "adopt-failed", SingletonGangId(p.namespace_, p.name), p.node_name, *err});
       }
+    };
+    for (const PodInfo& p : pods) {
+      if (p.Terminal() || p.gpus == 0) continue;
+      if (!p.node_name.empty()) {
+        adopt(p);
+      } else if (auto b = bound_at.find(PodKey(p.uid, p.namespace_, p.name)); b != bound_at.end()) {
+        PodInfo bound = p;
+        bound.node_name = b->second;
+        adopt(bound);
+      }
+    }
+    // Pods the watch has not seen at all (kube-scheduler's watch may lead ours): adopted alone,
+    // by what the binding says; the watch's report of them later finds them bound.
+    adopted_unseen_.clear();
+    for (const auto& [key, u] : unseen) {
+      adopted_unseen_.insert(key);
+      PodInfo bound;
+      bound.name = u.pod.pod_name;
+      bound.namespace_ = u.pod.pod_namespace;
+      bound.uid = u.pod.pod_uid;
+      bound.node_name = bound_at.at(key);
+      bound.gpus = u.gpus;
+      adopt(bound);
     }
     // Spares are chosen again now that running pods hold their GPUs: a node found busy is not
     // promised as an idle spare, and pending gangs below are planned around the new pool.

@@ -261,5 +261,98 @@ TEST(BindPodGoneTest, AReplacementThatAsksWhileItsGangBindsIsTriedAgain) {
   EXPECT_EQ(r.node_names.size(), 1u) << "placed next to the survivor: " << r.error;
 }
 
+// The node set changes while a gang's bindings are at the API server and before the watch reports
+// any of its pods bound (its cache, which the rebuild reads, still shows them pending): their
+// GPUs stay taken in the new model, so no other gang is promised them meanwhile; a binding that
+// then fails gives its GPUs back, and the gang keeps the member that bound. Before 2026-11-28
+// the new model showed those GPUs free until the watch caught up, and a gang that needed that
+// node whole was reserved on it (kube-scheduler's own resource check then refused it there).
+TEST(BindPodGoneTest, GpusWhoseBindingsAreInFlightStayTakenAcrossANodeSetChange) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  const std::string last = f.names.back();
+  std::vector<std::future<std::string>> binds;
+  std::vector<PodInfo> watched;  // the watch's view: pending
+  for (int i = 0; i < 2; ++i) {
+    const Json pod = MakePod(GangPod("inflight", 2, i, 4));
+    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
+    binds.push_back(f.Bind(pod, last));
+    auto info = ParsePod(pod, "nvidia.com/gpu");
+    ASSERT_TRUE(info.ok()) << info.status();
+    watched.push_back(*info);
+  }
+  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("inflight-", i));
+  const int64_t seq = f.state.LastSeq();
+  ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), watched).ok());
+  EXPECT_EQ(f.UsedGpus(), 8) << "the node's GPUs look free while its pods are being bound there";
+  const Json whole = MakePod(GangPod("whole", 1, 0, 8));
+  EXPECT_TRUE(f.FilterOffered(whole, {last}).node_names.empty())
+      << "a gang was promised GPUs whose bindings are at the API server";
+  gate.Answer("inflight-0", absl::OkStatus());
+  gate.Answer("inflight-1", absl::UnavailableError("the API server is restarting"));
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  ASSERT_NO_FATAL_FAILURE(WaitForBindOutcome(f, seq));
+  for (int i = 0; i < 500 && f.UsedGpus() > 4; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(f.UsedGpus(), 4) << "member 0 is bound; member 1's binding failed";
+  // The watch reports member 0 bound: already counted, not twice.
+  Json bound = MakePod(GangPod("inflight", 2, 0, 4));
+  bound["spec"]["nodeName"] = last;
+  bound["status"]["phase"] = "Running";
+  auto info = ParsePod(bound, "nvidia.com/gpu");
+  ASSERT_TRUE(info.ok()) << info.status();
+  f.ledger.ObservePod(*info);
+  EXPECT_EQ(f.UsedGpus(), 4);
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
+  // Member 1, retried by kube-scheduler, is placed next to member 0 again.
+  EXPECT_EQ(f.FilterOffered(MakePod(GangPod("inflight", 2, 1, 4)), f.names).node_names,
+            std::vector<std::string>{last});
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+// Bound members of a running gang whose pods the watch has not reported bound yet (or not
+// reported at all: kube-scheduler's watch may lead topogangd's) keep their GPUs across a
+// node-set change.
+TEST(BindPodGoneTest, MembersBoundBeforeTheWatchSawThemKeepTheirGpusAcrossANodeSetChange) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  const std::string last = f.names.back();
+  std::vector<std::future<std::string>> binds;
+  std::vector<PodInfo> watched;
+  for (int i = 0; i < 2; ++i) {
+    const Json pod = MakePod(GangPod("early", 2, i, 4));
+    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
+    binds.push_back(f.Bind(pod, last));
+    if (i == 0) {  // member 1's pod never reached the watch
+      auto info = ParsePod(pod, "nvidia.com/gpu");
+      ASSERT_TRUE(info.ok()) << info.status();
+      watched.push_back(*info);
+    }
+  }
+  for (int i = 0; i < 2; ++i) gate.Answer(absl::StrCat("early-", i), absl::OkStatus());
+  for (auto& b : binds) {
+    ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_EQ(b.get(), "");
+  }
+  for (int i = 0; i < 500 && f.ledger.GetStats().running_gangs == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(f.ledger.GetStats().running_gangs, 1);
+  ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), watched).ok());
+  EXPECT_EQ(f.UsedGpus(), 8);
+  EXPECT_TRUE(f.FilterOffered(MakePod(GangPod("whole", 1, 0, 8)), {last}).node_names.empty());
+  // The watch now reports both bound: one gang of two, its GPUs counted once.
+  for (int i = 0; i < 2; ++i) {
+    Json pod = MakePod(GangPod("early", 2, i, 4));
+    pod["spec"]["nodeName"] = last;
+    pod["status"]["phase"] = "Running";
+    auto info = ParsePod(pod, "nvidia.com/gpu");
+    ASSERT_TRUE(info.ok()) << info.status();
+    f.ledger.ObservePod(*info);
+  }
+  EXPECT_EQ(f.UsedGpus(), 8);
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1) << "member 1 is not regrouped into its gang";
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
 }  // namespace
 }  // namespace topogang
