@@ -228,16 +228,24 @@ class GangLedger {
   void PodGoneAtBind(const PodBinding& b);
   // Runs a binding on the pool; `done` gets the result on a pool thread.
   void BindAsync(PodBinding b, std::function<void(absl::Status)> done);
-  // Pods whose bindings were at the API server when the model was rebuilt (key -> node): adopted
-  // as bound there, since the watch reports them bound only later and their GPUs must not look
-  // free meanwhile. Settled by the binding's answer, the watch, or the pod's deletion.
+  // A model rebuild reads the watch's cache, which shows a pod pending until the watch reports
+  // its binding; the GPUs of pods being bound, or bound moments ago, must not look free in the
+  // new model meanwhile. So a rebuild adopts them on their binding's node:
+  // - bound_at_rebuild_: bindings at the API server at a rebuild (key -> node), settled by their
+  //   answer (a failure gives the GPUs back), the watch, or the pod's deletion;
+  // - recently_bound_: bindings that went through and the watch has not reported yet. Kept
+  //   kWatchLag at most: a pod the watch never reports bound was deleted meanwhile (a relist
+  //   sends no deletion), and must not keep GPUs.
   std::map<std::string, std::string> bound_at_rebuild_;
-  // Of the pods adopted at a rebuild, those the watch had not seen at all: adopted alone, by
-  // their bindings; adopted again into their gang once the watch shows their labels.
-  std::set<std::string> adopted_unseen_;
-  // A binding of `key` answered `st`: true when the pod was adopted at a rebuild and the binding
-  // failed, so its GPUs go back (PodGoneAtBind, outside the lock; NotFound does that already).
-  bool SettleRebuiltBindingLocked(const std::string& key, const absl::Status& st);
+  struct RecentBinding {
+    std::string node;
+    absl::Time at;  // SteadyNow()
+  };
+  absl::flat_hash_map<std::string, RecentBinding> recently_bound_;
+  static constexpr absl::Duration kWatchLag = absl::Minutes(1);
+  // A binding of `key` to `node` answered `st`. True when the pod was adopted at a rebuild and the
+  // binding failed: its GPUs go back (PodGoneAtBind, outside the lock; NotFound does that anyway).
+  bool SettleBindingLocked(const std::string& key, const std::string& node, const absl::Status& st);
   std::optional<std::string> AdoptBoundLocked(const PodInfo& pod);
   // Adopts `pod` into its multi-pod gang; nullopt when it joined, otherwise why it cannot (the
   // caller adopts it alone). Sets *error when the pod cannot be adopted at all.

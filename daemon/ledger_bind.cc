@@ -47,6 +47,10 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         } else {
           fails.emplace_back(std::move(done), absl::StrCat("pod is already bound to ", node));
         }
+      } else if (m.in_flight) {
+        // kube-scheduler asks again after its httpTimeout while the first binding is still at
+        // the API server: a second one would only conflict with it.
+        fails.emplace_back(std::move(done), "this pod's binding is in progress; retry");
       } else if (node != args.node) {
         // Never bind a member to a node its slot left (a re-plan moved the reservation): the
         // pod filters again and is steered to its new slot.
@@ -54,7 +58,7 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
                                                          " for this pod, not ", args.node,
                                                          " (the reservation moved); it will be "
                                                          "scheduled again"));
-      } else if (e.running || (e.binding && !m.in_flight)) {
+      } else if (e.running || e.binding) {
         // The rest of the gang is bound (or being bound) and this member's binding failed: bind
         // it alone.
         binding.scheduler_name = m.pod.scheduler_name;
@@ -62,8 +66,6 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         m.pod = binding;
         m.in_flight = true;  // a rebuild meanwhile keeps its GPUs taken (bound_at_rebuild_)
         direct = true;
-      } else if (e.binding) {
-        fails.emplace_back(std::move(done), "the gang's bindings are in progress; retry");
       } else {
         if (m.held) fails.emplace_back(std::move(m.held), "superseded by a newer bind request");
         m.held = std::move(done);
@@ -119,19 +121,26 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
           m.in_flight = false;
           if (st.ok()) m.bound = true;
         }
-        unpin = SettleRebuiltBindingLocked(key, st);
+        unpin = SettleBindingLocked(key, binding.node, st);
       }
-      done(st.ok() ? "" : std::string(st.message()));
+      // The slot is given back before the answer, which kube-scheduler may retry at once.
       if ((absl::IsNotFound(st) || unpin) && !id.empty()) PodGoneAtBind(binding);
+      done(st.ok() ? "" : std::string(st.message()));
     });
   }
   if (open_barrier) Enqueue([this, id, generation] { CompleteBarrier(id, generation); });
 }
 
-bool GangLedger::SettleRebuiltBindingLocked(const std::string& key, const absl::Status& st) {
+bool GangLedger::SettleBindingLocked(const std::string& key, const std::string& node,
+                                     const absl::Status& st) {
+  if (st.ok()) {
+    if (recently_bound_.size() >= kMaxHints) recently_bound_.clear();
+    recently_bound_[key] = {node, SteadyNow()};
+  }
   if (bound_at_rebuild_.erase(key) == 0) return false;
-  // Failed: the pod is not on the node it was adopted on. It gives that slot back and filters
-  // again (a member of its regrouped gang, placed next to the others).
+  // Failed: the pod is not on the node it was adopted on (or, for an answer lost in a timeout, may
+  // be: then the watch adopts it again). It gives that slot back and filters again, next to the
+  // members of its regrouped gang.
   return !st.ok() && !absl::IsNotFound(st);
 }
 
@@ -320,7 +329,7 @@ void GangLedger::CompleteBarrier(const std::string& id, uint64_t generation) {
         auto it = gangs_.find(id);
         const std::string key =
             PodKey(p.binding.pod_uid, p.binding.pod_namespace, p.binding.pod_name);
-        unpin = SettleRebuiltBindingLocked(key, st);
+        unpin = SettleBindingLocked(key, p.binding.node, st);
         // The slot may have been given up meanwhile (the pod was deleted): touch it only if it
         // is still this pod's.
         if (it != gangs_.end() && it->second.generation == generation &&
@@ -339,9 +348,9 @@ void GangLedger::CompleteBarrier(const std::string& id, uint64_t generation) {
         last = --out->left == 0;
         if (last) mark_running();
       }
+      if (absl::IsNotFound(st) || unpin) PodGoneAtBind(p.binding);
       if (reply) reply(st.ok() ? "" : std::string(st.message()));
       if (last) finish();
-      if (absl::IsNotFound(st) || unpin) PodGoneAtBind(p.binding);
     });
   }
 }

@@ -118,31 +118,25 @@ void GangLedger::ObservePod(const PodInfo& pod) {
   }
   waiting_since_.erase(key);
   bound_at_rebuild_.erase(key);  // its binding went through
-  if (adopted_unseen_.erase(key) > 0) {
-    // Adopted alone at a rebuild before the watch had seen it: its labels now tell its gang.
-    // Its GPUs go back and are taken again below, under the same lock.
-    if (auto p = by_pod_.find(key); p != by_pod_.end()) {
-      FailList none;  // a running gang of one holds no bind
-      DropEntryLocked(p->second.first, "", /*release_core=*/true, &none);
-    }
-  }
+  recently_bound_.erase(key);
   if (auto p = by_pod_.find(key); p != by_pod_.end()) {
     const std::string id = p->second.first;
     Entry& e = gangs_.at(id);
     const int slot = p->second.second;
     Member& m = e.slots[slot];
-    if (m.bound) return;  // ours
     std::vector<std::string> nodes = SlotNodesLocked(id);
-    if (slot < static_cast<int>(nodes.size()) && nodes[slot] == pod.node_name) {
-      // Bound where topogang reserved it: our binding went through although its answer was lost
-      // (a client timeout on a POST the server applied). Ours, GPUs already counted.
+    const bool here = slot < static_cast<int>(nodes.size()) && nodes[slot] == pod.node_name;
+    if (here) {
+      // Bound where topogang reserved it: ours, GPUs already counted (if the answer was lost, a
+      // client timeout on a POST the server applied, the watch tells).
       m.bound = true;
       return;
     }
-    if (e.binding) return;  // its binding is in flight; the answer decides
-    // Bound by someone else while we held a slot for it: fall through to adopt, dropping ours.
+    if (e.binding && !m.bound) return;  // its binding is in flight; the answer decides
+    // Bound by someone else while we held a slot for it (or adopted at a rebuild on its binding's
+    // node, and bound elsewhere: ours then failed): fall through to adopt, dropping ours.
     FailList fails;
-    if (e.running && !e.adopted) {
+    if (m.bound || (e.running && !e.adopted)) {
       // Only this member's slot goes; the rest of the running gang keeps its GPUs.
       state_.With([&](GangScheduler& s) { return s.ReleaseMember(id, slot); }).IgnoreError();
       by_pod_.erase(key);
@@ -169,7 +163,7 @@ void GangLedger::PodDeleted(const PodInfo& pod) {
   passthrough_.erase(key);
   waiting_since_.erase(key);
   bound_at_rebuild_.erase(key);
-  adopted_unseen_.erase(key);
+  recently_bound_.erase(key);
   if (!pod.node_name.empty()) {
     if (freed_at_.size() >= kMaxHints) freed_at_.clear();  // only hints
     // At most what kube-scheduler saw free there before: the node's GPUs less this pod's. Not the
@@ -296,33 +290,19 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     // planned again they could move, while their pods are bound where they were. Their pods are
     // adopted where their bindings name (the callbacks find no entry of theirs), and a member
     // whose binding fails gives its GPUs back and filters again next to the others.
-    // Pods bound, or whose bindings are at the API server, by topogang: the watch may still show
-    // them pending (`pods` is its cache), and their GPUs must not look free in the new model, for
-    // another gang to be promised. Those pinned at an earlier rebuild and still unanswered too.
-    std::map<std::string, std::string> bound_at = bound_at_rebuild_;
-    struct Unseen {
-      PodBinding pod;
-      int gpus = 0;
-    };
-    std::map<std::string, Unseen> unseen;  // ... those whose pod the watch has not seen at all
-    {
-      std::map<std::string, std::vector<std::string>> nodes;
-      for (const auto& [key, where] : by_pod_) {
-        const Entry& e = gangs_.at(where.first);
-        const Member& m = e.slots[where.second];
-        if (!m.bound && !m.in_flight) continue;
-        auto n = nodes.try_emplace(where.first).first;
-        if (n->second.empty()) n->second = SlotNodesLocked(where.first);
-        const std::string node = where.second < static_cast<int>(n->second.size())
-                                     ? n->second[where.second]
-                                     : m.pod.node;
-        if (node.empty()) continue;
-        bound_at[key] = node;
-        if (m.in_flight) bound_at_rebuild_[key] = node;
-        unseen[key] = {m.pod, e.spec.gpus_per_member};
-      }
-      for (const PodInfo& p : pods) unseen.erase(PodKey(p.uid, p.namespace_, p.name));
+    // Pods whose bindings are at the API server, or went through moments ago: adopted below on
+    // their binding's node though the watch may still show them pending (bound_at_rebuild_).
+    std::map<std::string, std::string> bound_at = bound_at_rebuild_;  // still unanswered
+    for (const auto& [key, where] : by_pod_) {
+      const Member& m = gangs_.at(where.first).slots[where.second];
+      if (!m.in_flight || m.pod.node.empty()) continue;  // m.pod: the binding, node and all
+      bound_at[key] = m.pod.node;
+      bound_at_rebuild_[key] = m.pod.node;
     }
+    const absl::Time steady = SteadyNow();
+    absl::erase_if(recently_bound_,
+                   [&](const auto& r) { return steady - r.second.at > kWatchLag; });
+    for (const auto& [key, r] : recently_bound_) bound_at.try_emplace(key, r.node);
     std::map<std::string, Entry> pending;
     for (auto& [id, e] : gangs_) {
       const bool binding = e.binding && !e.running;
@@ -367,19 +347,6 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
         bound.node_name = b->second;
         adopt(bound);
       }
-    }
-    // Pods the watch has not seen at all (kube-scheduler's watch may lead ours): adopted alone,
-    // by what the binding says; the watch's report of them later finds them bound.
-    adopted_unseen_.clear();
-    for (const auto& [key, u] : unseen) {
-      adopted_unseen_.insert(key);
-      PodInfo bound;
-      bound.name = u.pod.pod_name;
-      bound.namespace_ = u.pod.pod_namespace;
-      bound.uid = u.pod.pod_uid;
-      bound.node_name = bound_at.at(key);
-      bound.gpus = u.gpus;
-      adopt(bound);
     }
     // Spares are chosen again now that running pods hold their GPUs: a node found busy is not
     // promised as an idle spare, and pending gangs below are planned around the new pool.

@@ -309,26 +309,33 @@ TEST(BindPodGoneTest, GpusWhoseBindingsAreInFlightStayTakenAcrossANodeSetChange)
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
-// Bound members of a running gang whose pods the watch has not reported bound yet (or not
-// reported at all: kube-scheduler's watch may lead topogangd's) keep their GPUs across a
-// node-set change.
-TEST(BindPodGoneTest, MembersBoundBeforeTheWatchSawThemKeepTheirGpusAcrossANodeSetChange) {
-  GatedBinder gate;
-  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
-  const std::string last = f.names.back();
-  std::vector<std::future<std::string>> binds;
-  std::vector<PodInfo> watched;
-  for (int i = 0; i < 2; ++i) {
-    const Json pod = MakePod(GangPod("early", 2, i, 4));
-    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
-    binds.push_back(f.Bind(pod, last));
-    if (i == 0) {  // member 1's pod never reached the watch
-      auto info = ParsePod(pod, "nvidia.com/gpu");
-      ASSERT_TRUE(info.ok()) << info.status();
-      watched.push_back(*info);
+// The watch's view of `gang`'s members `from`..`to`-1 (x 4 GPUs): pending, or bound to `node`.
+std::vector<PodInfo> Watched(const std::string& gang, int size, int from, int to,
+                             const std::string& node = "") {
+  std::vector<PodInfo> out;
+  for (int i = from; i < to; ++i) {
+    Json pod = MakePod(GangPod(gang, size, i, 4));
+    if (!node.empty()) {
+      pod["spec"]["nodeName"] = node;
+      pod["status"]["phase"] = "Running";
     }
+    auto info = ParsePod(pod, "nvidia.com/gpu");
+    EXPECT_TRUE(info.ok()) << info.status();
+    if (info.ok()) out.push_back(*info);
   }
-  for (int i = 0; i < 2; ++i) gate.Answer(absl::StrCat("early-", i), absl::OkStatus());
+  return out;
+}
+
+// Gang `gang` of 2 x 4 GPUs bound on `node` through the barrier.
+void BindGangOn(testing::ServiceFixture& f, GatedBinder& gate, const std::string& gang,
+                const std::string& node) {
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 2; ++i) {
+    const Json pod = MakePod(GangPod(gang, 2, i, 4));
+    ASSERT_EQ(f.FilterOffered(pod, {node}).node_names, std::vector<std::string>{node});
+    binds.push_back(f.Bind(pod, node));
+  }
+  for (int i = 0; i < 2; ++i) gate.Answer(absl::StrCat(gang, "-", i), absl::OkStatus());
   for (auto& b : binds) {
     ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
     EXPECT_EQ(b.get(), "");
@@ -337,20 +344,65 @@ TEST(BindPodGoneTest, MembersBoundBeforeTheWatchSawThemKeepTheirGpusAcrossANodeS
     absl::SleepFor(absl::Milliseconds(10));
   }
   ASSERT_EQ(f.ledger.GetStats().running_gangs, 1);
-  ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), watched).ok());
+}
+
+// Members bound moments before a node-set change, whose pods the watch still shows pending, keep
+// their GPUs in the new model; once the watch reports them they are one gang, counted once.
+TEST(BindPodGoneTest, MembersBoundBeforeTheWatchSawThemKeepTheirGpusAcrossANodeSetChange) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  const std::string last = f.names.back();
+  ASSERT_NO_FATAL_FAILURE(BindGangOn(f, gate, "early", last));
+  ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), Watched("early", 2, 0, 2)).ok());
   EXPECT_EQ(f.UsedGpus(), 8);
   EXPECT_TRUE(f.FilterOffered(MakePod(GangPod("whole", 1, 0, 8)), {last}).node_names.empty());
-  // The watch now reports both bound: one gang of two, its GPUs counted once.
-  for (int i = 0; i < 2; ++i) {
-    Json pod = MakePod(GangPod("early", 2, i, 4));
-    pod["spec"]["nodeName"] = last;
-    pod["status"]["phase"] = "Running";
-    auto info = ParsePod(pod, "nvidia.com/gpu");
-    ASSERT_TRUE(info.ok()) << info.status();
-    f.ledger.ObservePod(*info);
-  }
+  for (const PodInfo& p : Watched("early", 2, 0, 2, last)) f.ledger.ObservePod(p);
   EXPECT_EQ(f.UsedGpus(), 8);
-  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1) << "member 1 is not regrouped into its gang";
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
+  EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+// A relist after the watch broke (a 410) sends no deletion for the pods deleted meanwhile: they
+// are just not in the list, and their GPUs come back. Pods the watch saw bound are not kept from
+// what topogang remembers binding (a review of the change above: they were, for good).
+TEST(BindPodGoneTest, PodsMissingFromARelistGiveTheirGpusBack) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  const std::string last = f.names.back();
+  ASSERT_NO_FATAL_FAILURE(BindGangOn(f, gate, "gone", last));
+  for (const PodInfo& p : Watched("gone", 2, 0, 2, last)) f.ledger.ObservePod(p);
+  ASSERT_EQ(f.UsedGpus(), 8);
+  ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(16), {}).ok());
+  EXPECT_EQ(f.UsedGpus(), 0);
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 0);
+}
+
+// A pod adopted at a rebuild on the node its binding names, then reported by the watch on
+// another node (someone else bound it; ours will fail): its GPUs are counted where it runs.
+TEST(BindPodGoneTest, APinnedPodReportedOnAnotherNodeIsCountedThere) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  const std::string last = f.names.back();
+  const std::string other = f.names.front();
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 2; ++i) {
+    const Json pod = MakePod(GangPod("moved", 2, i, 4));
+    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
+    binds.push_back(f.Bind(pod, last));
+  }
+  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("moved-", i));
+  ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), Watched("moved", 2, 0, 2)).ok());
+  ASSERT_EQ(f.UsedGpus(), 8);
+  for (const PodInfo& p : Watched("moved", 2, 0, 1, other)) f.ledger.ObservePod(p);
+  EXPECT_EQ(f.UsedGpus(), 8);
+  EXPECT_TRUE(f.FilterOffered(MakePod(GangPod("whole", 1, 0, 8)), {other}).node_names.empty())
+      << "the pod's GPUs are still counted on the node its binding named";
+  EXPECT_EQ(f.FilterOffered(MakePod(GangPod("half", 1, 0, 4)), {last}).node_names,
+            std::vector<std::string>{last});
+  gate.Answer("moved-0", absl::AlreadyExistsError("pod moved-0 is already bound to " + other));
+  gate.Answer("moved-1", absl::OkStatus());
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_EQ(f.UsedGpus(), 12) << "moved-0 on " << other << ", moved-1 and half on " << last;
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
