@@ -182,6 +182,9 @@ void GangLedger::WorkerLoop() {
       // once a second; filter and bind check their own gang on every call anyway.
       if (now - last_sweep >= options_.sweep) {
         last_sweep = now;
+        // Bindings the watch reported before their answer came are never erased by the watch.
+        absl::erase_if(recently_bound_,
+                       [&](const auto& r) { return now - r.second.at > kWatchLag; });
         uint64_t drops = 0;
         std::vector<std::string> ttl = state_.With([&](GangScheduler& s) {
           auto expired = s.ExpireReservations(state_.clock().Now());

@@ -2,7 +2,8 @@
 // emulator, driven by a seeded random mix of what a cluster sees. Gangs of 1 to 16 pods, some
 // held to a node pool by a nodeSelector, arrive (some created pod by pod, as a controller does);
 // jobs end; pending gangs are cancelled; a member of a running gang fails and its controller
-// creates a replacement; nodes are cordoned and uncordoned; single GPU pods without a gang come
+// creates a replacement; nodes are cordoned and uncordoned; up to two nodes join (an autoscaler:
+// topogangd rebuilds its model while gangs are being bound); single GPU pods without a gang come
 // and go; two nodes carry a taint only some pods tolerate.
 //
 // A checker samples the API server's pods (one consistent snapshot) every few milliseconds while
@@ -45,7 +46,7 @@ using testing::GangPod;
 constexpr char kSpine[] = "network.topology.nvidia.com/spine";
 constexpr char kLeaf[] = "network.topology.nvidia.com/leaf";
 // 2 spines x 2 leaves x 6 nodes. Pool a is spine-0, pool b spine-1; leaf-3's nodes have 4 GPUs.
-constexpr int kSpines = 2, kLeavesPerSpine = 2, kNodesPerLeaf = 6;
+constexpr int kSpines = 2, kLeavesPerSpine = 2, kNodesPerLeaf = 6, kJoining = 2;
 // A gang may stay partly bound this long (real time): the barrier's POSTs take milliseconds, a
 // bind window is 300 ms here, and kube-scheduler's httpTimeout 500 ms (5 s at 10x).
 constexpr absl::Duration kMaxPartial = absl::Seconds(4);
@@ -61,6 +62,7 @@ struct NodeSpec {
   std::string name, pool;
   int gpus = 8;
   bool tainted = false;  // dedicated=other:NoSchedule
+  bool joined = true;    // false: a node that joins during the churn, not yet created
   Json object;
 };
 
@@ -126,6 +128,19 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
           nodes_[n.name] = n;
         }
       }
+    }
+    // Nodes that join later, in pool b on a leaf of their own (in nodes_ from the start: the
+    // checker reads that map while the churn runs).
+    for (int i = 0; i < kJoining; ++i) {
+      NodeSpec n;
+      n.name = absl::StrCat("joined-", i);
+      n.pool = "b";
+      n.joined = false;
+      n.object = topogang::testing::MakeNode(
+          n.name, n.gpus,
+          {{kSpine, absl::StrCat("spine-", kSpines - 1)}, {kLeaf, "leaf-joined"}, {"pool", "b"}});
+      n.object["status"]["allocatable"]["pods"] = "110";
+      nodes_[n.name] = n;
     }
     StartAll();
   }
@@ -361,10 +376,21 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
     } else if (r < 86) {
       auto it = nodes_.begin();
       std::advance(it, rng_() % nodes_.size());
-      if (cordoned_.count(it->first)) {
+      if (!it->second.joined) {
+        // not there yet
+      } else if (cordoned_.count(it->first)) {
         SetCordon(it->first, false);
       } else if (cordoned_.size() < 3) {
         SetCordon(it->first, true);
+      }
+    } else if (r < 89) {
+      for (auto& [name, n] : nodes_) {
+        if (n.joined) continue;
+        n.joined = true;
+        api.PutNode(n.object);
+        total_gpus_ += n.gpus;
+        Log("join " + name);
+        break;
       }
     }
     // A repaired gang is whole again once its replacement is bound.
