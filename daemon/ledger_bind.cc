@@ -41,7 +41,12 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
       std::vector<std::string> nodes = SlotNodesLocked(id);
       const std::string node =
           p->second.second < static_cast<int>(nodes.size()) ? nodes[p->second.second] : "";
-      if (m.bound) {
+      if (bound_at_rebuild_.contains(key)) {
+        // Adopted at a rebuild while its binding was at the API server: that binding's answer
+        // decides (a success here, while it may still fail, would leave kube-scheduler taking the
+        // pod for bound).
+        fails.emplace_back(std::move(done), "this pod's binding is in progress; retry");
+      } else if (m.bound) {
         if (node == args.node) {
           fails.emplace_back(std::move(done), "");  // a retry of a bind that already succeeded
         } else {
@@ -345,10 +350,14 @@ void GangLedger::CompleteBarrier(const std::string& id, uint64_t generation) {
           out->failed_pods.push_back(p.binding);
           if (out->first_error.empty()) out->first_error = std::string(st.message());
         }
+      }
+      // A slot given back before the gang's outcome is counted and published.
+      if (absl::IsNotFound(st) || unpin) PodGoneAtBind(p.binding);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
         last = --out->left == 0;
         if (last) mark_running();
       }
-      if (absl::IsNotFound(st) || unpin) PodGoneAtBind(p.binding);
       if (reply) reply(st.ok() ? "" : std::string(st.message()));
       if (last) finish();
     });

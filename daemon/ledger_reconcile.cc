@@ -124,6 +124,9 @@ void GangLedger::ObservePod(const PodInfo& pod) {
     Entry& e = gangs_.at(id);
     const int slot = p->second.second;
     Member& m = e.slots[slot];
+    // Ours, counted where it runs (a status update of a running pod: the hot path). Its slot may
+    // have moved since (an applied replacement) while the pod still runs here.
+    if (m.bound && m.pod.node == pod.node_name) return;
     std::vector<std::string> nodes = SlotNodesLocked(id);
     const bool here = slot < static_cast<int>(nodes.size()) && nodes[slot] == pod.node_name;
     if (here) {
@@ -341,6 +344,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     for (const PodInfo& p : pods) {
       if (p.Terminal() || p.gpus == 0) continue;
       if (!p.node_name.empty()) {
+        bound_at_rebuild_.erase(PodKey(p.uid, p.namespace_, p.name));  // the watch has told
         adopt(p);
       } else if (auto b = bound_at.find(PodKey(p.uid, p.namespace_, p.name)); b != bound_at.end()) {
         PodInfo bound = p;

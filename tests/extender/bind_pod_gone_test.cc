@@ -288,6 +288,11 @@ TEST(BindPodGoneTest, GpusWhoseBindingsAreInFlightStayTakenAcrossANodeSetChange)
   const Json whole = MakePod(GangPod("whole", 1, 0, 8));
   EXPECT_TRUE(f.FilterOffered(whole, {last}).node_names.empty())
       << "a gang was promised GPUs whose bindings are at the API server";
+  // kube-scheduler, whose held bind the rebuild answered, asks again: not "bound" while the
+  // binding may still fail (it would then take the pod for bound, for good).
+  auto again = f.Bind(MakePod(GangPod("inflight", 2, 1, 4)), last);
+  ASSERT_EQ(again.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_NE(again.get().find("in progress"), std::string::npos);
   gate.Answer("inflight-0", absl::OkStatus());
   gate.Answer("inflight-1", absl::UnavailableError("the API server is restarting"));
   for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
@@ -375,6 +380,34 @@ TEST(BindPodGoneTest, PodsMissingFromARelistGiveTheirGpusBack) {
   ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(16), {}).ok());
   EXPECT_EQ(f.UsedGpus(), 0);
   EXPECT_EQ(f.ledger.GetStats().running_gangs, 0);
+}
+
+// A binding the watch reported through before the rebuild, whose answer is an error after it (a
+// timeout on a POST the server applied): the pod runs, and keeps its GPUs.
+TEST(BindPodGoneTest, ABindingTheWatchReportedKeepsItsGpusWhateverItsLateAnswer) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  const std::string last = f.names.back();
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 2; ++i) {
+    const Json pod = MakePod(GangPod("late", 2, i, 4));
+    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
+    binds.push_back(f.Bind(pod, last));
+  }
+  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("late-", i));
+  const std::vector<PodInfo> bound = Watched("late", 2, 0, 2, last);
+  for (const PodInfo& p : bound) f.ledger.ObservePod(p);
+  const int64_t seq = f.state.LastSeq();
+  ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), bound).ok());
+  ASSERT_EQ(f.UsedGpus(), 8);
+  for (int i = 0; i < 2; ++i) {
+    gate.Answer(absl::StrCat("late-", i), absl::DeadlineExceededError("client timeout"));
+  }
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  // Published once every binding has answered and any slot it gave back is back.
+  ASSERT_NO_FATAL_FAILURE(WaitForBindOutcome(f, seq));
+  EXPECT_EQ(f.UsedGpus(), 8) << "GPUs of running pods were given back";
+  EXPECT_EQ(f.ledger.GetStats().running_gangs, 1);
 }
 
 // A pod adopted at a rebuild on the node its binding names, then reported by the watch on

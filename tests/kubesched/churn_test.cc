@@ -35,6 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tests/kubesched/churn_model.h"
 #include "tests/kubesched/daemon_harness.h"
 #include "tests/support/prom_text.h"
 
@@ -58,48 +59,11 @@ constexpr absl::Duration kMaxPartial = absl::Seconds(4);
 // prints it.
 constexpr absl::Duration kNoProgress = absl::Seconds(20);
 
-struct NodeSpec {
-  std::string name, pool;
-  int gpus = 8;
-  bool tainted = false;  // dedicated=other:NoSchedule
-  bool joined = true;    // false: a node that joins during the churn, not yet created
-  Json object;
-};
-
-struct Job {
-  std::string name;
-  bool gang = true;  // false: one pod without gang labels
-  int size = 1, gpus = 1;
-  std::string pool;  // nodeSelector pool=..., "" for none
-  bool tolerates = false;
-  std::vector<std::string> members;  // the pods that exist now
-  int created = 0;                   // members created so far (pod by pod gangs grow)
-  bool repairing = false;            // a member failed; its replacement may not be bound yet
-  bool done = false;
-};
-
-std::vector<uint64_t> Seeds() {
-  const char* env = std::getenv("TOPOGANG_CHURN_SEEDS");
-  std::vector<uint64_t> out;
-  for (absl::string_view s : absl::StrSplit(env ? env : "1,2", ',', absl::SkipEmpty())) {
-    out.push_back(std::strtoull(std::string(s).c_str(), nullptr, 10));
-  }
-  return out;
-}
-
-int Steps() {
-  const char* env = std::getenv("TOPOGANG_CHURN_STEPS");
-  return env ? std::atoi(env) : 160;
-}
-
-int GpusOf(const Json& pod) {
-  try {
-    return std::stoi(
-        pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"].get<std::string>());
-  } catch (...) {
-    return 0;
-  }
-}
+using churn::GpusOf;
+using churn::Job;
+using churn::NodeSpec;
+using churn::Seeds;
+using churn::Steps;
 
 class ChurnEndToEnd : public testing::EmulatedDaemonTest,
                       public ::testing::WithParamInterface<uint64_t> {
