@@ -124,6 +124,42 @@ TEST(BindPodGoneTest, AGangCancelledWhileItBindsGivesEveryGpuBack) {
   ExpectNothingHeld(f);
 }
 
+// The watch's view of `gang`'s members `from`..`to`-1 (x 4 GPUs): pending, or bound to `node`.
+std::vector<PodInfo> Watched(const std::string& gang, int size, int from, int to,
+                             const std::string& node = "") {
+  std::vector<PodInfo> out;
+  for (int i = from; i < to; ++i) {
+    Json pod = MakePod(GangPod(gang, size, i, 4));
+    if (!node.empty()) {
+      pod["spec"]["nodeName"] = node;
+      pod["status"]["phase"] = "Running";
+    }
+    auto info = ParsePod(pod, "nvidia.com/gpu");
+    EXPECT_TRUE(info.ok()) << info.status();
+    if (info.ok()) out.push_back(*info);
+  }
+  return out;
+}
+
+// Gang `gang` of 2 x `gpus` GPUs filtered onto `node` and sent to bind: returns once both
+// bindings are at the API server, held there by `gate`; empty if the filter did not steer there.
+std::vector<std::future<std::string>> BindingOn(testing::ServiceFixture& f, GatedBinder& gate,
+                                                const std::string& gang, int gpus,
+                                                const std::string& node) {
+  std::vector<std::future<std::string>> binds;
+  for (int i = 0; i < 2; ++i) {
+    const Json pod = MakePod(GangPod(gang, 2, i, gpus));
+    const std::vector<std::string> steered = f.FilterOffered(pod, {node}).node_names;
+    if (steered != std::vector<std::string>{node}) {
+      ADD_FAILURE() << gang << "-" << i << " was not steered to " << node;
+      return {};
+    }
+    binds.push_back(f.Bind(pod, node));
+  }
+  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat(gang, "-", i));
+  return binds;
+}
+
 // Waits until a barrier opened after decision `seq` publishes its outcome ("bind" or
 // "bind-failed"): its last binding has answered and its callbacks have run.
 void WaitForBindOutcome(testing::ServiceFixture& f, int64_t seq) {
@@ -175,13 +211,8 @@ TEST(BindPodGoneTest, AGangBeingBoundWhenTheNodeSetChangesIsNotPlannedAgain) {
     GatedBinder gate;
     testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
     const std::string last = f.names.back();
-    std::vector<std::future<std::string>> binds;
-    for (int i = 0; i < 2; ++i) {
-      const Json pod = MakePod(GangPod("cancelled", 2, i, 1));
-      ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
-      binds.push_back(f.Bind(pod, last));
-    }
-    for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("cancelled-", i));
+    std::vector<std::future<std::string>> binds = BindingOn(f, gate, "cancelled", 1, last);
+    ASSERT_EQ(binds.size(), 2u);
     const int64_t seq = f.state.LastSeq();
     ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(node_leaves ? 15 : 17), {}).ok());
     for (int i = 0; i < 2; ++i) gate.Answer(absl::StrCat("cancelled-", i), absl::OkStatus());
@@ -271,17 +302,9 @@ TEST(BindPodGoneTest, GpusWhoseBindingsAreInFlightStayTakenAcrossANodeSetChange)
   GatedBinder gate;
   testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
   const std::string last = f.names.back();
-  std::vector<std::future<std::string>> binds;
-  std::vector<PodInfo> watched;  // the watch's view: pending
-  for (int i = 0; i < 2; ++i) {
-    const Json pod = MakePod(GangPod("inflight", 2, i, 4));
-    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
-    binds.push_back(f.Bind(pod, last));
-    auto info = ParsePod(pod, "nvidia.com/gpu");
-    ASSERT_TRUE(info.ok()) << info.status();
-    watched.push_back(*info);
-  }
-  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("inflight-", i));
+  std::vector<std::future<std::string>> binds = BindingOn(f, gate, "inflight", 4, last);
+  ASSERT_EQ(binds.size(), 2u);
+  const std::vector<PodInfo> watched = Watched("inflight", 2, 0, 2);  // the watch: pending
   const int64_t seq = f.state.LastSeq();
   ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), watched).ok());
   EXPECT_EQ(f.UsedGpus(), 8) << "the node's GPUs look free while its pods are being bound there";
@@ -314,32 +337,11 @@ TEST(BindPodGoneTest, GpusWhoseBindingsAreInFlightStayTakenAcrossANodeSetChange)
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
-// The watch's view of `gang`'s members `from`..`to`-1 (x 4 GPUs): pending, or bound to `node`.
-std::vector<PodInfo> Watched(const std::string& gang, int size, int from, int to,
-                             const std::string& node = "") {
-  std::vector<PodInfo> out;
-  for (int i = from; i < to; ++i) {
-    Json pod = MakePod(GangPod(gang, size, i, 4));
-    if (!node.empty()) {
-      pod["spec"]["nodeName"] = node;
-      pod["status"]["phase"] = "Running";
-    }
-    auto info = ParsePod(pod, "nvidia.com/gpu");
-    EXPECT_TRUE(info.ok()) << info.status();
-    if (info.ok()) out.push_back(*info);
-  }
-  return out;
-}
-
 // Gang `gang` of 2 x 4 GPUs bound on `node` through the barrier.
 void BindGangOn(testing::ServiceFixture& f, GatedBinder& gate, const std::string& gang,
                 const std::string& node) {
-  std::vector<std::future<std::string>> binds;
-  for (int i = 0; i < 2; ++i) {
-    const Json pod = MakePod(GangPod(gang, 2, i, 4));
-    ASSERT_EQ(f.FilterOffered(pod, {node}).node_names, std::vector<std::string>{node});
-    binds.push_back(f.Bind(pod, node));
-  }
+  std::vector<std::future<std::string>> binds = BindingOn(f, gate, gang, 4, node);
+  ASSERT_EQ(binds.size(), 2u);
   for (int i = 0; i < 2; ++i) gate.Answer(absl::StrCat(gang, "-", i), absl::OkStatus());
   for (auto& b : binds) {
     ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
@@ -388,13 +390,8 @@ TEST(BindPodGoneTest, ABindingTheWatchReportedKeepsItsGpusWhateverItsLateAnswer)
   GatedBinder gate;
   testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
   const std::string last = f.names.back();
-  std::vector<std::future<std::string>> binds;
-  for (int i = 0; i < 2; ++i) {
-    const Json pod = MakePod(GangPod("late", 2, i, 4));
-    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
-    binds.push_back(f.Bind(pod, last));
-  }
-  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("late-", i));
+  std::vector<std::future<std::string>> binds = BindingOn(f, gate, "late", 4, last);
+  ASSERT_EQ(binds.size(), 2u);
   const std::vector<PodInfo> bound = Watched("late", 2, 0, 2, last);
   for (const PodInfo& p : bound) f.ledger.ObservePod(p);
   const int64_t seq = f.state.LastSeq();
@@ -417,13 +414,8 @@ TEST(BindPodGoneTest, APinnedPodReportedOnAnotherNodeIsCountedThere) {
   testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
   const std::string last = f.names.back();
   const std::string other = f.names.front();
-  std::vector<std::future<std::string>> binds;
-  for (int i = 0; i < 2; ++i) {
-    const Json pod = MakePod(GangPod("moved", 2, i, 4));
-    ASSERT_EQ(f.FilterOffered(pod, {last}).node_names, std::vector<std::string>{last});
-    binds.push_back(f.Bind(pod, last));
-  }
-  for (int i = 0; i < 2; ++i) gate.WaitArrived(absl::StrCat("moved-", i));
+  std::vector<std::future<std::string>> binds = BindingOn(f, gate, "moved", 4, last);
+  ASSERT_EQ(binds.size(), 2u);
   ASSERT_TRUE(f.ledger.Rebuild(testing::TestCluster(17), Watched("moved", 2, 0, 2)).ok());
   ASSERT_EQ(f.UsedGpus(), 8);
   for (const PodInfo& p : Watched("moved", 2, 0, 1, other)) f.ledger.ObservePod(p);
