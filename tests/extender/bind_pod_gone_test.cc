@@ -83,6 +83,12 @@ class GatedBinder : public Binder {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return arrived_.contains(pod); });
   }
+  // The pod's next binding waits for a new answer.
+  void Hold(const std::string& pod) {
+    std::lock_guard<std::mutex> lock(mu_);
+    answers_.erase(pod);
+    arrived_.erase(pod);
+  }
   void Answer(const std::string& pod, absl::Status st) {
     std::lock_guard<std::mutex> lock(mu_);
     answers_[pod] = std::move(st);
@@ -429,6 +435,31 @@ TEST(BindPodGoneTest, APinnedPodReportedOnAnotherNodeIsCountedThere) {
   for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   EXPECT_EQ(f.UsedGpus(), 12) << "moved-0 on " << other << ", moved-1 and half on " << last;
   EXPECT_TRUE(f.state.With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
+// kube-scheduler asks again after its httpTimeout while a member's binding, retried alone once its
+// gang runs, is still at the API server: it is told to retry, not sent a second binding that
+// could only conflict with the first (a review finding, 2026-11-28).
+TEST(BindPodGoneTest, AMemberBeingBoundAloneIsNotBoundTwiceAtOnce) {
+  GatedBinder gate;
+  testing::ServiceFixture f(16, absl::Seconds(30), {}, &gate);
+  const std::string last = f.names.back();
+  std::vector<std::future<std::string>> binds = BindingOn(f, gate, "twice", 1, last);
+  ASSERT_EQ(binds.size(), 2u);
+  gate.Answer("twice-0", absl::OkStatus());
+  gate.Answer("twice-1", absl::UnavailableError("the API server is restarting"));
+  for (auto& b : binds) ASSERT_EQ(b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  gate.Hold("twice-1");
+  const Json pod = MakePod(GangPod("twice", 2, 1, 1));
+  auto first = f.Bind(pod, last);
+  gate.WaitArrived("twice-1");
+  auto second = f.Bind(pod, last);
+  ASSERT_EQ(second.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_NE(second.get().find("in progress"), std::string::npos);
+  gate.Answer("twice-1", absl::OkStatus());
+  ASSERT_EQ(first.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  EXPECT_EQ(first.get(), "");
+  EXPECT_EQ(f.UsedGpus(), 2);
 }
 
 }  // namespace
