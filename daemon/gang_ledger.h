@@ -166,7 +166,7 @@ class GangLedger {
     // its PreBind there). The barrier opens once every member arrived at its current slot node;
     // a re-plan that moves the slot voids the arrival.
     std::string arrived_node;
-    bool in_flight = false;  // its binding is at the API server (barrier open)
+    bool in_flight = false;  // its binding is at the API server (the barrier's, or alone)
     BindCallback held;       // set while this member's bind request waits at the barrier
     absl::Time held_until;   // SteadyNow(): then the held request is answered (bind_window)
     // A running member's pod was lost (deleted, failed) from this node: the slot's replacement

@@ -289,12 +289,11 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Pending gangs survive a rebuild (their pods keep their slots); running ones are rebuilt
-    // from what the API server says is bound. So are gangs whose bindings are at the API server:
-    // planned again they could move, while their pods are bound where they were. Their pods are
-    // adopted where their bindings name (the callbacks find no entry of theirs), and a member
-    // whose binding fails gives its GPUs back and filters again next to the others.
-    // Pods whose bindings are at the API server, or went through moments ago: adopted below on
-    // their binding's node though the watch may still show them pending (bound_at_rebuild_).
+    // from what the API server says is bound. So are gangs whose bindings are at the API server
+    // (planned again they could move, while their pods are bound where they were): their pods,
+    // and those bound moments ago, are adopted on their binding's node though the watch may
+    // still show them pending (bound_at_rebuild_, recently_bound_). The old callbacks find no
+    // entry of theirs; a member whose binding fails gives its GPUs back and filters again.
     std::map<std::string, std::string> bound_at = bound_at_rebuild_;  // still unanswered
     for (const auto& [key, where] : by_pod_) {
       const Member& m = gangs_.at(where.first).slots[where.second];
@@ -310,8 +309,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     for (auto& [id, e] : gangs_) {
       const bool binding = e.binding && !e.running;
       if (binding || e.adopted) {
-        // Regrouped again from the pod list below (and, for a gang being bound, as the watch
-        // reports its pods bound); its missing members filter again.
+        // Regrouped again from the pod list below; its missing members filter again.
         const char* why = binding
                               ? "topogang: the cluster changed while the gang was being bound; a "
                                 "pod whose binding went through is adopted where it is bound"
