@@ -136,10 +136,21 @@ absl::Status KubeSync::ListAll() {
       std::cerr << "topogangd: skipping pod: " << p.status() << std::endl;
       return;
     }
-    if (p->gpus > 0) pods[p->uid.empty() ? p->Key() : p->uid] = std::move(*p);
+    if (p->gpus > 0 && !p->Terminal()) pods[p->uid.empty() ? p->Key() : p->uid] = std::move(*p);
   });
   if (!prv.ok()) return prv.status();
   std::lock_guard<std::mutex> lock(apply_mu_);
+  // A pod the last list or watch showed and this list does not was deleted (or finished) while
+  // the watch was down: no event will say so. Reported as deleted before the rebuild, as
+  // client-go's Replace reports it (client-go/tools/cache/delta_fifo.go,
+  // DeletedFinalStateUnknown), so a pending gang's reservation, a waiting gang's place in the
+  // queue and any binding record of that pod go with it, instead of living on for pods that
+  // will never ask again.
+  if (service_) {
+    for (const auto& [key, old] : pods_) {
+      if (!pods.contains(key)) service_->PodDeleted(old);
+    }
+  }
   nodes_ = std::move(nodes);
   pods_ = std::move(pods);
   node_rv_ = *nrv;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -59,7 +60,8 @@ bool Eventually(Pred pred) {
 // topogangd in cluster mode: state starts empty, KubeSync fills it from the fake API server.
 class KubeDaemon {
  public:
-  explicit KubeDaemon(FakeApiServer& api, absl::Duration window = absl::Seconds(10)) {
+  explicit KubeDaemon(FakeApiServer& api, absl::Duration window = absl::Seconds(10),
+                      absl::Duration reservation_ttl = absl::Milliseconds(500)) {
     KubeConfig kc;
     kc.server = api.url();
     client_ = std::make_shared<KubeClient>(kc);
@@ -70,7 +72,7 @@ class KubeDaemon {
     eo.tick = absl::Milliseconds(20);
     eo.sweep = absl::Milliseconds(20);
     SchedulerOptions sched;
-    sched.reservation_ttl = absl::Milliseconds(500);
+    sched.reservation_ttl = reservation_ttl;
     h_ = std::make_unique<testing::Harness>(*Cluster::Build(ClusterSpec{}, testing::TestTopology()),
                                             eo, HttpServerOptions{}, binder_.get(), sched);
     KubeSyncOptions so;
@@ -404,6 +406,54 @@ TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
 // A GPU pool's taint (GKE's nvidia.com/gpu=present:NoSchedule) is for pods to tolerate, not a
 // broken node: the node stays healthy, and kube-scheduler filters the pods that do not tolerate
 // it. Label churn that does not touch the tiers (GPU Feature Discovery) never rebuilds the model.
+// Pods deleted while the watch is down (between a 410 and the relist) are in no event: their
+// absence from the relist is their deletion, as client-go's Replace reports it
+// (client-go/tools/cache/delta_fifo.go, DeletedFinalStateUnknown). A pending gang whose pods went
+// that way gives its reservation back at once, not after its TTL (10 minutes here), and a gang
+// waiting in the queue for room leaves the queue instead of being started for pods that are gone.
+TEST(KubeSyncTest, PodsDeletedWhileTheWatchWasDownAreDeletedAtTheRelist) {
+  FakeApiServer api;
+  AddNodes(api, 2);
+  api.PutPod(BoundPod("running-0", "gpu-node-000", 8));
+  KubeDaemon d(api, absl::Seconds(10), /*reservation_ttl=*/absl::Minutes(10));
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+  std::vector<std::string> names = NodeNames(2);
+  Json g0 = MakePod(GangPod("g", 2, 0, 4)), g1 = MakePod(GangPod("g", 2, 1, 4));
+  Json w0 = MakePod(GangPod("w", 2, 0, 8)), w1 = MakePod(GangPod("w", 2, 1, 8));
+  for (const Json& p : {g0, g1, w0, w1}) api.PutPod(p);
+  ASSERT_TRUE(Eventually([&] {  // the watch has shown all four
+    return !Filter1(d.h(), g0, names).empty();
+  }));
+  EXPECT_EQ(d.FreeOn("gpu-node-001"), 0) << "g's 2 x 4 GPUs reserved there";
+  EXPECT_EQ(Filter1(d.h(), w0, names), "") << "w (2 x 8) waits for room";
+  ASSERT_EQ(d.h().ledger().GetStats().reserved_gangs, 1);
+
+  std::atomic<bool> deleted{false};
+  api.SetListHook([&](const std::string& kind) {
+    if (kind != "pods" || deleted.exchange(true)) return;
+    for (const char* pod : {"g-0", "g-1", "w-0", "w-1", "running-0"}) api.DeletePod("default", pod);
+  });
+  const int relists = d.sync().relists();
+  const int64_t before = d.h().state().WaitEvents(0, absl::Now()).back().seq;
+  api.Compact();
+  ASSERT_TRUE(Eventually([&] { return d.sync().relists() > relists && deleted; }));
+  ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
+  EXPECT_TRUE(Eventually([&] {
+    return d.FreeOn("gpu-node-000") == 8 && d.FreeOn("gpu-node-001") == 8 &&
+           d.h().ledger().GetStats().reserved_gangs == 0;
+  })) << "free "
+      << d.FreeOn("gpu-node-000") << " + " << d.FreeOn("gpu-node-001") << ", reserved gangs "
+      << d.h().ledger().GetStats().reserved_gangs;
+  // Both nodes free: had w stayed in the queue, the next pass would start it here.
+  absl::SleepFor(absl::Milliseconds(200));
+  EXPECT_EQ(d.FreeOn("gpu-node-000") + d.FreeOn("gpu-node-001"), 16);
+  EXPECT_EQ(d.h().ledger().GetStats().reserved_gangs, 0);
+  for (const DecisionEvent& ev : d.h().state().WaitEvents(before, absl::Now())) {
+    EXPECT_TRUE(ev.kind == "release") << ev.kind << " " << ev.gang << ": " << ev.detail;
+  }
+}
+
 TEST(KubeSyncTest, GpuPoolTaintsLeaveNodesUsableAndOtherLabelsDoNotRebuild) {
   FakeApiServer api;
   AddNodes(api, 4);

@@ -339,6 +339,11 @@ void FakeApiServer::SetBindingHook(
   binding_hook_ = std::move(hook);
 }
 
+void FakeApiServer::SetListHook(std::function<void(const std::string& kind)> hook) {
+  std::lock_guard<std::mutex> lock(mu_);
+  list_hook_ = std::move(hook);
+}
+
 void FakeApiServer::SetLeaseHook(std::function<void(const std::string&)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
   lease_hook_ = std::move(hook);
@@ -633,10 +638,17 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
   if (req.method() == methods::GET && parts.size() == 3 && parts[0] == "api" &&
       (parts[2] == "nodes" || parts[2] == "pods")) {
     const std::string kind = parts[2];
-    std::unique_lock<std::mutex> lock(mu_);
-    if (query.count("watch") && (query["watch"] == "1" || query["watch"] == "true")) {
-      return ServeWatchLocked(&req, kind, query["resourceVersion"], lock);
+    const bool watch = query.count("watch") && (query["watch"] == "1" || query["watch"] == "true");
+    if (!watch) {
+      std::function<void(const std::string&)> hook;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        hook = list_hook_;
+      }
+      if (hook) hook(kind);
     }
+    std::unique_lock<std::mutex> lock(mu_);
+    if (watch) return ServeWatchLocked(&req, kind, query["resourceVersion"], lock);
     ++lists_[kind];
     Json items = Json::array();
     for (const auto& [k, v] : kind == "nodes" ? nodes_ : pods_) items.push_back(v);

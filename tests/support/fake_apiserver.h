@@ -62,6 +62,9 @@ class FakeApiServer {
   // Runs before each pods/binding POST is handled (no lock held): tests delete or replace the pod
   // here, between the binder's read and its binding. Gets the pod's namespace and name.
   void SetBindingHook(std::function<void(const std::string& ns, const std::string& name)> hook);
+  // Runs before each list of nodes or pods is served (no lock held): tests change objects here,
+  // between a watch's end and the relist, where no watch reports them. Gets "nodes" or "pods".
+  void SetListHook(std::function<void(const std::string& kind)> hook);
   Json GetNode(const std::string& name);  // null when absent
   int node_patches();
   std::vector<Json> events();
@@ -207,6 +210,7 @@ class FakeApiServer {
   std::vector<std::shared_ptr<void>> hung_;  // requests left unanswered (kHang)
   std::function<void(const std::string&)> lease_hook_;
   std::function<void(const std::string&, const std::string&)> binding_hook_;
+  std::function<void(const std::string&)> list_hook_;
   std::map<std::string, int> lease_requests_;
   std::vector<std::string> lease_holders_;
   void ReleaseHungLocked();
