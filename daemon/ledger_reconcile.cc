@@ -322,6 +322,17 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
       }
       if (!e.running) pending.emplace(id, std::move(e));
     }
+    // A pending gang's reservation keeps its deadline: planned again on the new model, it must
+    // not live a TTL longer for it (a reservation whose pods kube-scheduler gave up on, say
+    // deleted pods it filtered from a lagging cache, would live as long as rebuilds kept coming).
+    std::map<std::string, absl::Time> deadlines;
+    state_.With([&](GangScheduler& s) {
+      for (const auto& [id, e] : pending) {
+        const GangRecord* r = s.Find(id);
+        if (r != nullptr && r->state == GangState::kReserved) deadlines[id] = r->expires_at;
+      }
+      return 0;
+    });
     gangs_.clear();
     excluded_.clear();  // node indexes of the old model
     hold_excluded_.clear();
@@ -369,6 +380,17 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
         }
         state_.Publish({0, {}, "drop", id, "", std::string(st.message())});
         continue;
+      }
+      if (auto d = deadlines.find(id); d != deadlines.end()) {
+        state_.With([&](GangScheduler& s) {
+          const GangRecord* r = s.Find(id);
+          if (r == nullptr || r->state != GangState::kReserved || r->expires_at <= d->second) {
+            return 0;
+          }
+          // Touch sets now + TTL: this "now" puts the deadline back where it was.
+          (void)s.Touch(id, d->second - s.options().reservation_ttl);
+          return 0;
+        });
       }
       state_.Publish({0, {}, "replan", id, "", "re-planned after the node set changed"});
       for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {

@@ -82,5 +82,22 @@ TEST(QueueRebuildTest, AStarvedGangKeepsItsHoldInANewNodeSet) {
   EXPECT_EQ(nodes.size(), 16u);
 }
 
+// A pending gang planned again at a rebuild keeps its reservation's deadline. Otherwise a
+// reservation nobody comes for (pods deleted while kube-scheduler's cache still showed them, so
+// it filtered them) lives on as long as node changes or relists keep coming, each granting a
+// new TTL, and holds GPUs every other gang is refused.
+TEST(QueueRebuildTest, APendingGangKeepsItsReservationDeadlineAcrossARebuild) {
+  t::ServiceFixture f(16);  // reservation TTL 30 s
+  const Json g0 = t::MakePod(t::GangPod("g", 2, 0, 8));
+  ASSERT_FALSE(f.FilterOne(g0).empty());
+  ASSERT_EQ(f.UsedGpus(), 16) << "both members' GPUs reserved";
+  f.clock.Advance(absl::Seconds(20));
+  ASSERT_TRUE(f.ledger.Rebuild(t::TestCluster(16), {}).ok());
+  ASSERT_EQ(f.UsedGpus(), 16) << "re-planned on the new model";
+  f.clock.Advance(absl::Seconds(15));  // 35 s after the reservation, 15 s after the rebuild
+  for (int i = 0; i < 200 && f.UsedGpus() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
+  EXPECT_EQ(f.UsedGpus(), 0) << "the reservation outlived its TTL";
+}
+
 }  // namespace
 }  // namespace topogang
