@@ -3,8 +3,11 @@
 // held to a node pool by a nodeSelector, arrive (some created pod by pod, as a controller does);
 // jobs end; pending gangs are cancelled; a member of a running gang fails and its controller
 // creates a replacement; nodes are cordoned and uncordoned; up to two nodes join (an autoscaler:
-// topogangd rebuilds its model while gangs are being bound); single GPU pods without a gang come
-// and go; two nodes carry a taint only some pods tolerate.
+// topogangd rebuilds its model while gangs are being bound); a node carrying bound pods is
+// deleted, its pods collected as the pod garbage collector does and replaced by their
+// controllers, and it may come back empty; both informers lose their watches (a 410 and a relist,
+// or a cut connection) while pods are being deleted; single GPU pods without a gang come and go;
+// two nodes carry a taint only some pods tolerate.
 //
 // A checker samples the API server's pods (one consistent snapshot) every few milliseconds while
 // that runs, and fails the test on what no user may ever see:
@@ -35,7 +38,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "tests/kubesched/churn_cluster.h"
 #include "tests/kubesched/churn_model.h"
+#include "tests/kubesched/churn_snapshot.h"
 #include "tests/kubesched/daemon_harness.h"
 #include "tests/support/prom_text.h"
 
@@ -44,10 +49,6 @@ namespace {
 
 using testing::GangPod;
 
-constexpr char kSpine[] = "network.topology.nvidia.com/spine";
-constexpr char kLeaf[] = "network.topology.nvidia.com/leaf";
-// 2 spines x 2 leaves x 6 nodes. Pool a is spine-0, pool b spine-1; leaf-3's nodes have 4 GPUs.
-constexpr int kSpines = 2, kLeavesPerSpine = 2, kNodesPerLeaf = 6, kJoining = 2;
 // A gang may stay partly bound this long (real time): the barrier's POSTs take milliseconds, a
 // bind window is 300 ms here, and kube-scheduler's httpTimeout 500 ms (5 s at 10x).
 constexpr absl::Duration kMaxPartial = absl::Seconds(4);
@@ -65,47 +66,10 @@ using churn::NodeSpec;
 using churn::Seeds;
 using churn::Steps;
 
-class ChurnEndToEnd : public testing::EmulatedDaemonTest,
-                      public ::testing::WithParamInterface<uint64_t> {
+class ChurnEndToEnd : public churn::ChurnCluster, public ::testing::WithParamInterface<uint64_t> {
  protected:
   void SetUp() override {
-    for (int s = 0; s < kSpines; ++s) {
-      for (int l = 0; l < kLeavesPerSpine; ++l) {
-        const int leaf = s * kLeavesPerSpine + l;
-        for (int i = 0; i < kNodesPerLeaf; ++i) {
-          NodeSpec n;
-          n.name = absl::StrCat("n", leaf, "-", i);
-          n.pool = s == 0 ? "a" : "b";
-          n.gpus = leaf == 3 ? 4 : 8;
-          n.tainted = (leaf == 0 || leaf == 2) && i == kNodesPerLeaf - 1;
-          n.object = topogang::testing::MakeNode(n.name, n.gpus,
-                                                 {{kSpine, absl::StrCat("spine-", s)},
-                                                  {kLeaf, absl::StrCat("leaf-", leaf)},
-                                                  {"pool", n.pool}});
-          n.object["status"]["allocatable"]["pods"] = "110";
-          if (n.tainted) {
-            n.object["spec"]["taints"] =
-                Json::array({{{"key", "dedicated"}, {"value", "other"}, {"effect", "NoSchedule"}}});
-          }
-          api.PutNode(n.object);
-          total_gpus_ += n.gpus;
-          nodes_[n.name] = n;
-        }
-      }
-    }
-    // Nodes that join later, in pool b on a leaf of their own (in nodes_ from the start: the
-    // checker reads that map while the churn runs).
-    for (int i = 0; i < kJoining; ++i) {
-      NodeSpec n;
-      n.name = absl::StrCat("joined-", i);
-      n.pool = "b";
-      n.joined = false;
-      n.object = topogang::testing::MakeNode(
-          n.name, n.gpus,
-          {{kSpine, absl::StrCat("spine-", kSpines - 1)}, {kLeaf, "leaf-joined"}, {"pool", "b"}});
-      n.object["status"]["allocatable"]["pods"] = "110";
-      nodes_[n.name] = n;
-    }
+    MakeCluster();
     StartAll();
   }
   void TearDown() override {
@@ -132,62 +96,28 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
     stop_checker_ = true;
     if (checker_.joinable()) checker_.join();
   }
-  std::vector<std::string> Violations() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return violations_;
-  }
-  void Violation(std::string v) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (violations_.size() < 20) violations_.push_back(std::move(v));
-  }
   void Check() {
-    const std::vector<Json> pods = api.Pods();
+    churn::Snapshot snap = churn::ReadSnapshot(api.Pods(), nodes_);
     const absl::Time now = absl::Now();
-    std::map<std::string, int> used;
-    std::map<std::string, std::vector<std::string>> on;
-    std::map<std::string, int> bound_of_gang;
-    for (const Json& p : pods) {
-      const std::string node = p["spec"].value("nodeName", "");
-      if (node.empty()) continue;
-      const std::string name = p["metadata"].value("name", "");
-      used[node] += GpusOf(p);
-      on[node].push_back(name);
-      auto it = nodes_.find(node);
-      if (it == nodes_.end()) {
-        Violation(absl::StrCat(name, " bound to unknown node ", node));
-        continue;
-      }
-      const Json& sel = p["spec"].contains("nodeSelector") ? p["spec"]["nodeSelector"] : Json();
-      if (sel.is_object() && sel.contains("pool") && sel["pool"] != it->second.pool) {
-        Violation(absl::StrCat(name, " (pool ", sel["pool"].get<std::string>(), ") bound to ", node,
-                               " in pool ", it->second.pool));
-      }
-      if (it->second.tainted && !p["spec"].contains("tolerations")) {
-        Violation(absl::StrCat(name, " bound to tainted ", node, " without a toleration"));
-      }
-      const Json& labels = p["metadata"].contains("labels") ? p["metadata"]["labels"] : Json();
-      if (labels.is_object() && labels.contains("topogang.io/gang")) {
-        bound_of_gang[labels["topogang.io/gang"].get<std::string>()]++;
-      }
+    std::vector<std::string> split;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      FindSplitGangsLocked(snap, now, &split);
     }
-    for (const auto& [node, gpus] : used) {
-      auto it = nodes_.find(node);
-      if (it != nodes_.end() && gpus > it->second.gpus) {
-        Violation(absl::StrCat(node, ": ", gpus, " of ", it->second.gpus,
-                               " GPUs bound: ", absl::StrJoin(on[node], ", ")));
-      }
-    }
-    std::lock_guard<std::mutex> lock(mu_);
+    for (std::string& v : snap.violations) Violation(std::move(v));
+    for (std::string& v : split) Violation(std::move(v));
+  }
+  void FindSplitGangsLocked(churn::Snapshot& snap, absl::Time now, std::vector<std::string>* out) {
     for (auto& [name, job] : jobs_) {
       if (!job.gang || job.done || job.repairing || job.size == 1) continue;
-      const int b = bound_of_gang[name];
+      const int b = snap.bound_of_gang[name];
       if (b > 0 && b < job.size) {
         auto [it, fresh] = partial_since_.try_emplace(name, now);
         if (!fresh && now - it->second > kMaxPartial && !partial_reported_.count(name)) {
           partial_reported_.insert(name);
-          violations_.push_back(absl::StrCat("gang ", name, ": ", b, " of ", job.size,
-                                             " members bound for over ",
-                                             absl::FormatDuration(kMaxPartial)));
+          out->push_back(absl::StrCat("gang ", name, ": ", b, " of ", job.size,
+                                      " members bound for over ",
+                                      absl::FormatDuration(kMaxPartial)));
         }
       } else {
         partial_since_.erase(name);
@@ -243,10 +173,6 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
   T* Pick(const std::vector<T*>& v) {
     return v.empty() ? nullptr : v[rng_() % v.size()];
   }
-  void Log(std::string s) {
-    log_.push_back(
-        absl::StrCat(absl::FormatTime("%H:%M:%E3S", absl::Now(), absl::UTCTimeZone()), " ", s));
-  }
 
   void NewJob(bool gang) {
     Job j;
@@ -287,19 +213,60 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
       }
     }
   }
-  void SetCordon(const std::string& node, bool on) {
-    NodeSpec& n = nodes_[node];
-    n.object["spec"]["unschedulable"] = on;
-    if (!on) n.object["spec"].erase("unschedulable");
-    api.PutNode(n.object);
-    if (on) {
-      cordoned_.insert(node);
-    } else {
-      cordoned_.erase(node);
+  // A member fails (or its node did): its controller creates a replacement, which must be bound
+  // before the gang is whole again.
+  void ReplaceMember(Job& j, const std::string failed,
+                     const char* why) {  // a copy: j.members changes
+    const std::string repl = absl::StrCat(failed, "-r");
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      j.repairing = j.gang && j.size > 1;
+      std::replace(j.members.begin(), j.members.end(), failed, repl);
     }
-    Log(absl::StrCat(on ? "cordon " : "uncordon ", node));
+    api.DeletePod("default", failed);
+    api.PutPod(PodOf(j, repl));
+    Log(absl::StrCat(why, " ", failed, ", replaced by ", repl));
+  }
+  // Both informers (kube-scheduler's and topogangd's) lose their watches: history compacted (an
+  // ERROR 410, then a relist) or the connection cut mid-event (a new watch, or a relist). A job
+  // ended at once has its pods deleted while they relist, so some learn it only from a list
+  // that no longer has them.
+  void BreakWatches() {
+    const bool compact = rng_() % 2 == 0;
+    if (compact) {
+      api.Compact();
+    } else {
+      api.DropWatches();
+    }
+    Log(compact ? "watches compacted (410)" : "watches dropped");
+    ++watch_breaks_;
+    if (Job* j = Pick(Live([&](Job& j) { return AllBound(j); }))) {
+      Log("end " + j->name);
+      Delete(*j);
+      ++ended_;
+    }
+  }
+  // The pod garbage collector deletes the pods bound to a node that no longer exists
+  // (pkg/controller/podgc/gc_controller.go, gcOrphaned; after a 40 s quarantine there, at the
+  // next step here), and their jobs' controllers replace them.
+  void CollectOrphans() {
+    for (const Json& p : api.Pods()) {
+      const std::string node = p["spec"].value("nodeName", "");
+      auto it = nodes_.find(node);
+      if (node.empty() || it == nodes_.end() || it->second.joined) continue;
+      const std::string name = p["metadata"].value("name", "");
+      std::vector<Job*> owner = Live([&](Job& j) {
+        return std::find(j.members.begin(), j.members.end(), name) != j.members.end();
+      });
+      if (owner.empty()) {
+        api.DeletePod("default", name);
+      } else {
+        ReplaceMember(*owner.front(), name, "orphaned by its node:");
+      }
+    }
   }
   void Step() {
+    CollectOrphans();
     Grow();
     const int r = static_cast<int>(rng_() % 100);
     auto running = [&](Job& j) { return AllBound(j); };
@@ -320,21 +287,7 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
       }
     } else if (r < 74) {
       if (Job* j = Pick(Live([&](Job& j) { return j.gang && j.size > 1 && AllBound(j); }))) {
-        const size_t k = rng_() % j->members.size();
-        const std::string failed = j->members[k];
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          j->repairing = true;
-          j->members.erase(j->members.begin() + k);
-        }
-        api.DeletePod("default", failed);
-        const std::string repl = absl::StrCat(failed, "-r");
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          j->members.push_back(repl);
-        }
-        api.PutPod(PodOf(*j, repl));
-        Log(absl::StrCat("fail ", failed, ", replaced by ", repl));
+        ReplaceMember(*j, j->members[rng_() % j->members.size()], "fail");
         ++failures_;
       }
     } else if (r < 86) {
@@ -349,13 +302,14 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
       }
     } else if (r < 89) {
       for (auto& [name, n] : nodes_) {
-        if (n.joined) continue;
-        n.joined = true;
-        api.PutNode(n.object);
-        total_gpus_ += n.gpus;
-        Log("join " + name);
+        if (n.joined || OnNode(name) > 0) continue;  // a failed node's pods are collected first
+        Join(n);
         break;
       }
+    } else if (r < 93) {
+      BreakWatches();
+    } else if (r < 96) {
+      FailNode();
     }
     // A repaired gang is whole again once its replacement is bound.
     for (Job* j : Live([](Job& j) { return j.repairing; })) {
@@ -370,8 +324,11 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
   // Every node schedulable, every running job ended as soon as it runs, until no job is left.
   void Drain() {
     for (const std::string& n : std::set<std::string>(cordoned_)) SetCordon(n, false);
+    CollectOrphans();
+    for (const std::string& n : std::set<std::string>(down_)) Join(nodes_[n]);
     absl::Time progress = absl::Now(), last_dump = absl::Now();
     while (!Live([](Job&) { return true; }).empty()) {
+      CollectOrphans();  // bindings that landed on a node after its deletion
       Grow();
       for (Job* j : Live([&](Job& j) { return AllBound(j); })) {
         Log("drain: end " + j->name);
@@ -416,19 +373,13 @@ class ChurnEndToEnd : public testing::EmulatedDaemonTest,
     }
   }
 
-  std::mt19937_64 rng_;
-  std::map<std::string, NodeSpec> nodes_;  // read-only once SetUp is done, but for `object`
-  int total_gpus_ = 0;
-  std::mutex mu_;  // jobs_' fields the checker reads, violations_
+  std::mutex mu_;  // jobs_' fields the checker reads
   std::map<std::string, Job> jobs_;
   std::vector<Job*> growing_;
-  std::set<std::string> cordoned_;
-  int next_job_ = 0, ended_ = 0, failures_ = 0;
+  int next_job_ = 0, ended_ = 0, failures_ = 0, watch_breaks_ = 0;
   absl::Duration longest_stall_;  // the drain's longest stretch without a gang starting
-  std::vector<std::string> log_;
   std::map<std::string, absl::Time> partial_since_;
   std::set<std::string> partial_reported_;
-  std::vector<std::string> violations_;
   std::atomic<bool> stop_checker_{false};
   std::thread checker_;
 };
@@ -456,9 +407,7 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
   EXPECT_TRUE(clean) << (stats.ok() ? stats->dump() : std::string(stats.status().message()));
   double free = -1, allocated = -1, wakes = 0;
   for (absl::Time deadline = absl::Now() + absl::Seconds(5); absl::Now() < deadline;) {
-    web::http::client::http_client client(topogangd.url());
-    auto metrics = topogang::testing::PromText::Parse(
-        client.request(web::http::methods::GET, "/metrics").get().extract_utf8string(true).get());
+    auto metrics = Metrics();
     ASSERT_TRUE(metrics.ok()) << metrics.status();
     free = metrics->Get("topogang_gpus", {{"state", "free"}});
     allocated = metrics->Get("topogang_gpus", {{"state", "allocated"}});
@@ -469,7 +418,8 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
   EXPECT_EQ(allocated, 0);
   EXPECT_EQ(free, total_gpus_);
   std::cerr << "seed " << GetParam() << ": " << next_job_ << " jobs, " << ended_ << " ended, "
-            << failures_ << " members failed and replaced; churn "
+            << failures_ << " members failed and replaced, " << nodes_failed_
+            << " nodes deleted with pods bound, " << watch_breaks_ << " watch breaks; churn "
             << absl::FormatDuration(churned - start) << ", drain "
             << absl::FormatDuration(drained - churned) << " (longest without a start "
             << absl::FormatDuration(longest_stall_) << "); " << wakes
