@@ -186,7 +186,19 @@ void GangLedger::WorkerLoop() {
         absl::erase_if(recently_bound_,
                        [&](const auto& r) { return now - r.second.at > kWatchLag; });
         uint64_t drops = 0;
+        std::vector<std::pair<std::string, std::string>> freed;  // (gang, a node) expiring now
         std::vector<std::string> ttl = state_.With([&](GangScheduler& s) {
+          if (!refused_repairs_.empty()) {
+            const absl::Time at = state_.clock().Now();
+            for (const auto& [name, rec] : s.gangs()) {
+              if (rec.state != GangState::kReserved || rec.expires_at > at) continue;
+              for (const MemberPlacement& m : rec.placement.members) {
+                if (m.node < 0) continue;
+                freed.emplace_back(name, s.cluster().node(m.node).name);
+                break;
+              }
+            }
+          }
           auto expired = s.ExpireReservations(state_.clock().Now());
           drops = s.drops();
           return expired;
@@ -224,6 +236,7 @@ void GangLedger::WorkerLoop() {
           });
           WakeStartedLocked("");
         }
+        if (!ttl.empty()) WakeRefusedRepairsLocked(freed);
         ExpireFillsLocked(&fails);
         // Looking up every pending gang in the core costs ~0.2 us each under the ledger lock;
         // do it only when the core dropped something since the last sweep.

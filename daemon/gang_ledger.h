@@ -319,6 +319,12 @@ class GangLedger {
   void WakeStartedLocked(const std::string& asker, const std::string& asker_pod = "");
   bool OthersWaitLocked(const std::string& gang, const std::string& pod) const;  // waiting_pods_
   WakeFn wake_;
+  // Gangs whose missing members (replacements of a running gang's lost ones) were refused for
+  // lack of room since the last reservation expired. They are not in the queue, so nothing it
+  // starts wakes them; an expiry frees GPUs kube-scheduler never saw taken, so no event does
+  // either: WakeRefusedRepairsLocked wakes them through a node the expiry freed.
+  std::set<std::string> refused_repairs_;
+  void WakeRefusedRepairsLocked(const std::vector<std::pair<std::string, std::string>>& freed);
   void ForgetWaitingLocked(const std::string& gang);
   // Pending, ungated GPU pods (pod key) -> when the watch first saw them so: the queue's arrival
   // for the pod's gang is no later than that (Admission::Admit's waiting_since). Erased when the

@@ -2,11 +2,14 @@
 // cluster event or after 5 minutes, but a gang can become startable without one: another gang's
 // filter runs the whole queue and starts it, or the worker's timed queue pass does (a reservation
 // expired, a hold gave up, a required tier lapsed). Each gang started so, without its own pod
-// asking, is woken through the WakeFn (cluster mode: a Node annotation, kube/).
+// asking, is woken through the WakeFn (cluster mode: a Node annotation, kube/); so are the
+// replacement members refused for room when an expiry frees GPUs.
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "daemon/gang_ledger.h"
 
 namespace topogang {
@@ -49,6 +52,27 @@ void GangLedger::WakeStartedLocked(const std::string& asker, const std::string& 
                             "asked to try them again"
                           : "started by the gang queue while its pods wait"});
   }
+}
+
+void GangLedger::WakeRefusedRepairsLocked(
+    const std::vector<std::pair<std::string, std::string>>& freed) {
+  if (refused_repairs_.empty() || freed.empty()) return;
+  // One Node write wakes every parked pod (kube-scheduler queues extender-refused pods on any
+  // Node change), so one per sweep, on a node the expiry freed: with queueing hints off,
+  // kube-scheduler moves only pods that fit the node that changed (preCheckForNode).
+  const auto& [expired, node] = freed.front();
+  const std::string gang = *refused_repairs_.begin();
+  const std::string all = absl::StrJoin(refused_repairs_, ", ");
+  refused_repairs_.clear();
+  if (wake_) wake_(node, gang);
+  state_.Publish({0,
+                  {},
+                  "wake",
+                  gang,
+                  node,
+                  absl::StrCat("the reservation of ", expired,
+                               " expired; the replacement members refused for lack of room (", all,
+                               wake_ ? ") were asked to try again" : ") wait")});
 }
 
 }  // namespace topogang

@@ -382,5 +382,47 @@ TEST(WakeTest, WithoutAWakerTheQueueStillStartsTheGang) {
   EXPECT_TRUE(started);
 }
 
+// A running gang lost a member, and its replacement was refused for lack of room: the only
+// free nodes were reserved for a gang whose other member never came. When that reservation
+// expires the GPUs are free, but kube-scheduler never saw them taken, so no event brings the
+// replacement back (it would wait for its 5-minute flush), and it is not in the queue, so the
+// queue's pass wakes nothing. The expiry wakes it through a node it freed.
+TEST(WakeTest, AnExpiryWakesAReplacementRefusedForLackOfRoom) {
+  t::ServiceFixture f(4, Options(absl::Milliseconds(20)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  // Gang r runs on two nodes, a and b; c and d are the others.
+  const std::string a = f.FilterOne(Pod("r", 0)), b = f.FilterOne(Pod("r", 1));
+  ASSERT_NE(a, b);
+  std::vector<std::string> rest;
+  for (const std::string& n : f.names) {
+    if (n != a && n != b) rest.push_back(n);
+  }
+  auto bound_a = f.Bind(Pod("r", 0), a), bound_b = f.Bind(Pod("r", 1), b);
+  ASSERT_EQ(bound_a.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  ASSERT_EQ(bound_b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  // Gang ghost (2 x 8) is reserved on c and d; its second pod never comes.
+  ASSERT_FALSE(f.FilterOffered(Pod("ghost", 0), rest).node_names.empty());
+  // r's member on b fails and a one-node job takes b.
+  f.ledger.PodDeleted(t::FinishedPod("r-1", b));
+  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
+  ASSERT_EQ(f.FilterOffered(job, {b}).node_names, std::vector<std::string>{b});
+  auto job_bound = f.Bind(job, b);
+  ASSERT_EQ(job_bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  // The replacement is refused: nowhere to go until ghost's reservation expires.
+  t::PodOpts repl = t::GangPod("r", 2, 1, 8);
+  repl.name = "r-1-r";
+  EXPECT_TRUE(f.FilterOffered(t::MakePod(repl), rest).node_names.empty());
+  ASSERT_TRUE(wakes.Get().empty());
+  ExpireEveryReservation(f);
+  ASSERT_TRUE(wakes.Wait()) << "nothing woke the replacement";
+  const auto got = wakes.Get();
+  EXPECT_EQ(got.front().first, "default/r");
+  EXPECT_TRUE(got.front().second == rest[0] || got.front().second == rest[1]) << got.front().second;
+  // Woken, it asks again and gets a node the expiry freed.
+  const auto r = f.FilterOffered(t::MakePod(repl), rest);
+  ASSERT_EQ(r.node_names.size(), 1u) << r.error;
+}
+
 }  // namespace
 }  // namespace topogang
