@@ -185,6 +185,7 @@ void GangLedger::WorkerLoop() {
         // Bindings the watch reported before their answer came are never erased by the watch.
         absl::erase_if(recently_bound_,
                        [&](const auto& r) { return now - r.second.at > kWatchLag; });
+        absl::erase_if(deleted_uids_, [&](const auto& d) { return now - d.second > kWatchLag; });
         uint64_t drops = 0;
         std::vector<std::pair<std::string, std::string>> freed;  // (gang, a node) expiring now
         std::vector<std::string> ttl = state_.With([&](GangScheduler& s) {

@@ -225,7 +225,16 @@ class GangLedger {
   bool AllArrivedLocked(const Entry& e, const std::vector<std::string>& nodes) const;
   // A binding found its pod gone (NotFound): its member gives its GPUs back, as its deletion
   // would (none may come: the pod may have been deleted before topogangd saw it).
-  void PodGoneAtBind(const PodBinding& b);
+  // `gone`: NotFound (a pinned binding that failed otherwise only gives its slot back).
+  void PodGoneAtBind(const PodBinding& b, bool gone);
+  // PodDeleted's work. `gone`: the pod no longer exists, and its uid is remembered for kWatchLag
+  // (deleted_uids_): kube-scheduler's watch lags ours and may still filter it, and a
+  // reservation made then would wait a TTL for a pod that never comes. Such a filter is an error
+  // (DeletedPodMessage): kube-scheduler retries after its backoff, by when it has seen the
+  // deletion and dropped the pod.
+  void ForgetPod(const PodInfo& pod, bool gone);
+  absl::flat_hash_map<std::string, absl::Time> deleted_uids_;  // uid -> SteadyNow()
+  std::optional<std::string> DeletedPodMessage(const PodInfo& pod) const;
   // Runs a binding on the pool; `done` gets the result on a pool thread.
   void BindAsync(PodBinding b, std::function<void(absl::Status)> done);
   // A model rebuild reads the watch's cache, which shows a pod pending until the watch reports

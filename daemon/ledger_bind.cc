@@ -129,7 +129,9 @@ void GangLedger::Bind(const PodBinding& args, BindCallback done) {
         unpin = SettleBindingLocked(key, binding.node, st);
       }
       // The slot is given back before the answer, which kube-scheduler may retry at once.
-      if ((absl::IsNotFound(st) || unpin) && !id.empty()) PodGoneAtBind(binding);
+      if ((absl::IsNotFound(st) || unpin) && !id.empty()) {
+        PodGoneAtBind(binding, absl::IsNotFound(st));
+      }
       done(st.ok() ? "" : std::string(st.message()));
     });
   }
@@ -149,14 +151,14 @@ bool GangLedger::SettleBindingLocked(const std::string& key, const std::string& 
   return !st.ok() && !absl::IsNotFound(st);
 }
 
-void GangLedger::PodGoneAtBind(const PodBinding& b) {
-  // The API server has no such pod: it was deleted, perhaps before its filter reached us
-  // (kube-scheduler's cache lags the API server), so no deletion event will free its slot.
-  PodInfo gone;
-  gone.name = b.pod_name;
-  gone.namespace_ = b.pod_namespace;
-  gone.uid = b.pod_uid;
-  PodDeleted(gone);
+void GangLedger::PodGoneAtBind(const PodBinding& b, bool gone) {
+  // NotFound: the API server has no such pod. It was deleted, perhaps before its filter reached
+  // us (kube-scheduler's cache lags the API server), so no deletion event will free its slot.
+  PodInfo pod;
+  pod.name = b.pod_name;
+  pod.namespace_ = b.pod_namespace;
+  pod.uid = b.pod_uid;
+  ForgetPod(pod, gone);
 }
 
 bool GangLedger::AllAssignedLocked(const Entry& e) const {
@@ -352,7 +354,7 @@ void GangLedger::CompleteBarrier(const std::string& id, uint64_t generation) {
         }
       }
       // A slot given back before the gang's outcome is counted and published.
-      if (absl::IsNotFound(st) || unpin) PodGoneAtBind(p.binding);
+      if (absl::IsNotFound(st) || unpin) PodGoneAtBind(p.binding, absl::IsNotFound(st));
       {
         std::lock_guard<std::mutex> lock(mu_);
         last = --out->left == 0;

@@ -94,6 +94,7 @@ void GangLedger::WarnMembership(const PodInfo& pod, const std::string& message) 
 }
 
 FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::string>& offered) {
+  if (std::optional<std::string> gone = DeletedPodMessage(pod)) return ErrorResult(*gone);
   return Filter(pod, offered, /*replanned=*/false);
 }
 

@@ -160,9 +160,23 @@ void GangLedger::ObservePod(const PodInfo& pod) {
   }
 }
 
-void GangLedger::PodDeleted(const PodInfo& pod) {
+void GangLedger::PodDeleted(const PodInfo& pod) { ForgetPod(pod, /*gone=*/true); }
+
+std::optional<std::string> GangLedger::DeletedPodMessage(const PodInfo& pod) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (pod.uid.empty() || !deleted_uids_.contains(pod.uid)) return std::nullopt;
+  return absl::StrCat("pod ", pod.Key(),
+                      " was deleted; kube-scheduler's cache has not caught up yet (the pod leaves "
+                      "its queue when it does)");
+}
+
+void GangLedger::ForgetPod(const PodInfo& pod, bool gone) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   std::lock_guard<std::mutex> lock(mu_);
+  if (gone && !pod.uid.empty()) {
+    if (deleted_uids_.size() >= kMaxHints) deleted_uids_.clear();  // hints only
+    deleted_uids_[pod.uid] = SteadyNow();
+  }
   passthrough_.erase(key);
   waiting_since_.erase(key);
   bound_at_rebuild_.erase(key);

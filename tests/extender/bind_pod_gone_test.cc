@@ -462,5 +462,24 @@ TEST(BindPodGoneTest, AMemberBeingBoundAloneIsNotBoundTwiceAtOnce) {
   EXPECT_EQ(f.UsedGpus(), 2);
 }
 
+// The same lag at filter: topogang saw both pods of gang c deleted, then kube-scheduler, its
+// cache behind, filters one of them. Reserving for it would hold 16 GPUs a TTL for pods that
+// never come (and, renewed by rebuilds, longer: the churn test's stall); the filter is an
+// error instead, which kube-scheduler retries after its backoff, by when it has seen the
+// deletion. A pod recreated under the same name (a new uid) is scheduled as usual.
+TEST(BindPodGoneTest, ADeletedPodFilteredFromALaggingCacheReservesNothing) {
+  testing::ServiceFixture f(4);
+  for (int i = 0; i < 2; ++i) f.ledger.PodDeleted(testing::FinishedPod(absl::StrCat("c-", i)));
+  const ExtenderFilterResult r =
+      f.service.Filter(testing::MakeArgs(MakePod(GangPod("c", 2, 0, 8)), f.names));
+  EXPECT_TRUE(r.node_names.empty());
+  EXPECT_NE(r.error.find("was deleted"), std::string::npos) << r.error;
+  EXPECT_EQ(f.UsedGpus(), 0);
+  testing::PodOpts again = GangPod("c", 2, 0, 8);
+  again.uid = "uid-c-0-recreated";
+  EXPECT_FALSE(f.FilterOne(MakePod(again)).empty());
+  EXPECT_EQ(f.UsedGpus(), 16);
+}
+
 }  // namespace
 }  // namespace topogang
