@@ -32,7 +32,7 @@ void KubeSync::Start() {
   threads_.emplace_back([this] {
     absl::Duration backoff = options_.backoff_initial;
     for (;;) {
-      absl::Status s = ListAll();
+      absl::Status s = ListAll(/*list_nodes=*/true, /*list_pods=*/true);
       if (s.ok()) break;
       std::cerr << "topogangd: initial list failed: " << s << std::endl;
       if (!SleepFor(backoff)) return;
@@ -116,45 +116,54 @@ absl::StatusOr<std::string> KubeSync::List(const std::string& path,
   return rv;
 }
 
-absl::Status KubeSync::ListAll() {
+absl::Status KubeSync::ListAll(bool list_nodes, bool list_pods) {
   // Page by page, keeping only what the model needs: a 100,000-pod cluster is never held as
   // parsed JSON at once, and CPU pods are not kept at all.
   std::map<std::string, KubeNode> nodes;
   std::map<std::string, PodInfo> pods;
-  auto nrv = List("/api/v1/nodes", [&](const Json& item) {
-    auto n = ParseNode(item, resource_);
-    if (!n.ok()) {
-      std::cerr << "topogangd: skipping node: " << n.status() << std::endl;
-      return;
-    }
-    nodes[n->name] = std::move(*n);
-  });
-  if (!nrv.ok()) return nrv.status();
-  auto prv = List("/api/v1/pods", [&](const Json& item) {
-    auto p = ParsePod(item, resource_);
-    if (!p.ok()) {
-      std::cerr << "topogangd: skipping pod: " << p.status() << std::endl;
-      return;
-    }
-    if (p->gpus > 0 && !p->Terminal()) pods[p->uid.empty() ? p->Key() : p->uid] = std::move(*p);
-  });
-  if (!prv.ok()) return prv.status();
-  std::lock_guard<std::mutex> lock(apply_mu_);
-  // A pod the last list or watch showed and this list does not was deleted (or finished) while
-  // the watch was down: no event will say so. Reported as deleted before the rebuild, as
-  // client-go's Replace reports it (client-go/tools/cache/delta_fifo.go,
-  // DeletedFinalStateUnknown), so a pending gang's reservation, a waiting gang's place in the
-  // queue and any binding record of that pod go with it, instead of living on for pods that
-  // will never ask again.
-  if (service_) {
-    for (const auto& [key, old] : pods_) {
-      if (!pods.contains(key)) service_->PodDeleted(old);
-    }
+  absl::StatusOr<std::string> nrv, prv;
+  if (list_nodes) {
+    nrv = List("/api/v1/nodes", [&](const Json& item) {
+      auto n = ParseNode(item, resource_);
+      if (!n.ok()) {
+        std::cerr << "topogangd: skipping node: " << n.status() << std::endl;
+        return;
+      }
+      nodes[n->name] = std::move(*n);
+    });
+    if (!nrv.ok()) return nrv.status();
   }
-  nodes_ = std::move(nodes);
-  pods_ = std::move(pods);
-  node_rv_ = *nrv;
-  pod_rv_ = *prv;
+  if (list_pods) {
+    prv = List("/api/v1/pods", [&](const Json& item) {
+      auto p = ParsePod(item, resource_);
+      if (!p.ok()) {
+        std::cerr << "topogangd: skipping pod: " << p.status() << std::endl;
+        return;
+      }
+      if (p->gpus > 0 && !p->Terminal()) pods[p->uid.empty() ? p->Key() : p->uid] = std::move(*p);
+    });
+    if (!prv.ok()) return prv.status();
+  }
+  std::lock_guard<std::mutex> lock(apply_mu_);
+  if (list_nodes) {
+    nodes_ = std::move(nodes);
+    node_rv_ = *nrv;
+  }
+  if (list_pods) {
+    // A pod the last list or watch showed and this list does not was deleted (or finished)
+    // while the watch was down: no event will say so. Reported as deleted before the rebuild,
+    // as client-go's Replace reports it (client-go/tools/cache/delta_fifo.go,
+    // DeletedFinalStateUnknown), so a pending gang's reservation, a waiting gang's place in the
+    // queue and any binding record of that pod go with it, instead of living on for pods that
+    // will never ask again.
+    if (service_) {
+      for (const auto& [key, old] : pods_) {
+        if (!pods.contains(key)) service_->PodDeleted(old);
+      }
+    }
+    pods_ = std::move(pods);
+    pod_rv_ = *prv;
+  }
   RebuildLocked();
   return absl::OkStatus();
 }
@@ -402,7 +411,10 @@ void KubeSync::WatchLoop(bool nodes) {
     if (r.ok() && *r == 410) relist = true;
     if (relist) {
       ++relists_;
-      absl::Status s = ListAll();
+      // Only this loop's kind, as each client-go reflector relists its own: the other kind's
+      // watch may be live and ahead of any list taken here, which would roll it back (a pod
+      // deleted since would be adopted again, its deletion never seen).
+      absl::Status s = ListAll(/*list_nodes=*/nodes, /*list_pods=*/!nodes);
       if (!s.ok()) {
         std::cerr << "topogangd: relist failed: " << s << std::endl;
         if (!SleepFor(backoff)) return;

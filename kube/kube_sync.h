@@ -65,7 +65,7 @@ class KubeSync {
   int64_t events_posted() const { return events_posted_; }
 
  private:
-  absl::Status ListAll();
+  absl::Status ListAll(bool list_nodes, bool list_pods);
   // Lists page by page (limit/continue), handing each item to `each`; returns the list's
   // resourceVersion.
   absl::StatusOr<std::string> List(const std::string& path,
