@@ -339,14 +339,25 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     // A pending gang's reservation keeps its deadline: planned again on the new model, it must
     // not live a TTL longer for it (a reservation whose pods kube-scheduler gave up on, say
     // deleted pods it filtered from a lagging cache, would live as long as rebuilds kept coming).
-    std::map<std::string, absl::Time> deadlines;
-    state_.With([&](GangScheduler& s) {
-      for (const auto& [id, e] : pending) {
-        const GangRecord* r = s.Find(id);
-        if (r != nullptr && r->state == GangState::kReserved) deadlines[id] = r->expires_at;
+    // Unless the rebuild itself sets it back: members held at bind are told to retry (through
+    // kube-scheduler's backoff, up to 10 s), and moved slots must be reached again; those get a
+    // fresh TTL below, as a health re-plan gives one (GangScheduler::ReactToHealthLoss).
+    struct Deadline {
+      absl::Time at;
+      std::vector<std::string> nodes;  // the slots' nodes before
+    };
+    std::map<std::string, Deadline> deadlines;
+    for (const auto& [id, e] : pending) {
+      if (std::any_of(e.slots.begin(), e.slots.end(), [](const Member& m) { return !!m.held; })) {
+        continue;
       }
-      return 0;
-    });
+      state_.With([&](GangScheduler& s) {
+        const GangRecord* r = s.Find(id);
+        if (r != nullptr && r->state == GangState::kReserved) deadlines[id].at = r->expires_at;
+        return 0;
+      });
+      if (auto d = deadlines.find(id); d != deadlines.end()) d->second.nodes = SlotNodesLocked(id);
+    }
     gangs_.clear();
     excluded_.clear();  // node indexes of the old model
     hold_excluded_.clear();
@@ -395,14 +406,15 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
         state_.Publish({0, {}, "drop", id, "", std::string(st.message())});
         continue;
       }
-      if (auto d = deadlines.find(id); d != deadlines.end()) {
+      if (auto d = deadlines.find(id);
+          d != deadlines.end() && SlotNodesLocked(id) == d->second.nodes) {
         state_.With([&](GangScheduler& s) {
           const GangRecord* r = s.Find(id);
-          if (r == nullptr || r->state != GangState::kReserved || r->expires_at <= d->second) {
+          if (r == nullptr || r->state != GangState::kReserved || r->expires_at <= d->second.at) {
             return 0;
           }
           // Touch sets now + TTL: this "now" puts the deadline back where it was.
-          (void)s.Touch(id, d->second - s.options().reservation_ttl);
+          (void)s.Touch(id, d->second.at - s.options().reservation_ttl);
           return 0;
         });
       }

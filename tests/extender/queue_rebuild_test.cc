@@ -4,6 +4,8 @@
 // new node set, and start there once it fits.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <set>
 #include <string>
 #include <vector>
@@ -97,6 +99,24 @@ TEST(QueueRebuildTest, APendingGangKeepsItsReservationDeadlineAcrossARebuild) {
   f.clock.Advance(absl::Seconds(15));  // 35 s after the reservation, 15 s after the rebuild
   for (int i = 0; i < 200 && f.UsedGpus() > 0; ++i) absl::SleepFor(absl::Milliseconds(10));
   EXPECT_EQ(f.UsedGpus(), 0) << "the reservation outlived its TTL";
+}
+
+// ... but a gang whose member waited at bind is told to retry by the rebuild (its held bind
+// names the old model), and comes back only after kube-scheduler's backoff: that member gets a
+// fresh TTL to come back in, as a health re-plan gives one.
+TEST(QueueRebuildTest, AGangWhoseMemberWaitedAtBindGetsAFreshTtlAtARebuild) {
+  t::ServiceFixture f(16);  // reservation TTL 30 s
+  const Json g0 = t::MakePod(t::GangPod("g", 2, 0, 8));
+  const std::string node = f.FilterOne(g0);
+  std::future<std::string> held = f.Bind(g0, node);
+  ASSERT_EQ(held.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  f.clock.Advance(absl::Seconds(20));
+  ASSERT_TRUE(f.ledger.Rebuild(t::TestCluster(16), {}).ok());
+  ASSERT_EQ(held.wait_for(kBindWait), std::future_status::ready);
+  EXPECT_NE(held.get().find("retry"), std::string::npos);
+  f.clock.Advance(absl::Seconds(15));       // 35 s after the reservation, 15 s after the rebuild
+  absl::SleepFor(absl::Milliseconds(200));  // ten sweeps of the worker
+  EXPECT_EQ(f.UsedGpus(), 16) << "the reservation expired before its member could come back";
 }
 
 }  // namespace
