@@ -78,7 +78,7 @@ class ChurnCluster : public testing::EmulatedDaemonTest {
     if (violations_.size() < 20) violations_.push_back(std::move(v));
   }
   void SetCordon(const std::string& node, bool on) {
-    NodeSpec& n = nodes_[node];
+    NodeSpec& n = nodes_.at(node);
     n.object["spec"]["unschedulable"] = on;
     if (!on) n.object["spec"].erase("unschedulable");
     api.PutNode(n.object);
@@ -140,7 +140,7 @@ class ChurnCluster : public testing::EmulatedDaemonTest {
       if (n.joined && OnNode(name) > 0) busy.push_back(name);
     }
     if (busy.empty()) return;
-    NodeSpec& n = nodes_[busy[rng_() % busy.size()]];
+    NodeSpec& n = nodes_.at(busy[rng_() % busy.size()]);
     api.DeleteNode(n.name);
     n.joined = false;
     total_gpus_ -= n.gpus;
@@ -155,8 +155,10 @@ class ChurnCluster : public testing::EmulatedDaemonTest {
   }
 
   std::mt19937_64 rng_;
-  std::map<std::string, NodeSpec> nodes_;  // read-only once SetUp is done, but for `object`
-  int total_gpus_ = 0;                     // of the nodes in the cluster now
+  // Every node ever created; no entry is added after MakeCluster (the checker thread reads the
+  // map), and the step thread changes only `object` and `joined`.
+  std::map<std::string, NodeSpec> nodes_;
+  int total_gpus_ = 0;  // of the nodes in the cluster now
   std::set<std::string> cordoned_;
   std::set<std::string> down_;  // nodes deleted by FailNode and not back yet
   int nodes_failed_ = 0;

@@ -323,9 +323,10 @@ class ChurnEndToEnd : public churn::ChurnCluster, public ::testing::WithParamInt
 
   // Every node schedulable, every running job ended as soon as it runs, until no job is left.
   void Drain() {
-    for (const std::string& n : std::set<std::string>(cordoned_)) SetCordon(n, false);
+    // Deleted nodes come back empty first (uncordoning one would create it with its pods).
     CollectOrphans();
-    for (const std::string& n : std::set<std::string>(down_)) Join(nodes_[n]);
+    for (const std::string& n : std::set<std::string>(down_)) Join(nodes_.at(n));
+    for (const std::string& n : std::set<std::string>(cordoned_)) SetCordon(n, false);
     absl::Time progress = absl::Now(), last_dump = absl::Now();
     while (!Live([](Job&) { return true; }).empty()) {
       CollectOrphans();  // bindings that landed on a node after its deletion
