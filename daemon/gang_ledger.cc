@@ -189,8 +189,9 @@ void GangLedger::WorkerLoop() {
         uint64_t drops = 0;
         std::vector<std::pair<std::string, std::string>> freed;  // (gang, a node) expiring now
         std::vector<std::string> ttl = state_.With([&](GangScheduler& s) {
+          // One "now" for both: what is read as expiring is what ExpireReservations releases.
+          const absl::Time at = state_.clock().Now();
           if (!refused_repairs_.empty()) {
-            const absl::Time at = state_.clock().Now();
             for (const auto& [name, rec] : s.gangs()) {
               if (rec.state != GangState::kReserved || rec.expires_at > at) continue;
               for (const MemberPlacement& m : rec.placement.members) {
@@ -200,7 +201,7 @@ void GangLedger::WorkerLoop() {
               }
             }
           }
-          auto expired = s.ExpireReservations(state_.clock().Now());
+          auto expired = s.ExpireReservations(at);
           drops = s.drops();
           return expired;
         });
