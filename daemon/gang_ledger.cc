@@ -187,21 +187,11 @@ void GangLedger::WorkerLoop() {
                        [&](const auto& r) { return now - r.second.at > kWatchLag; });
         absl::erase_if(deleted_uids_, [&](const auto& d) { return now - d.second > kWatchLag; });
         uint64_t drops = 0;
-        std::vector<std::pair<std::string, std::string>> freed;  // (gang, a node) expiring now
+        // Free GPUs per node before this sweep's releases, when refused replacements wait.
+        std::vector<int> free_before;
         std::vector<std::string> ttl = state_.With([&](GangScheduler& s) {
-          // One "now" for both: what is read as expiring is what ExpireReservations releases.
-          const absl::Time at = state_.clock().Now();
-          if (!refused_repairs_.empty()) {
-            for (const auto& [name, rec] : s.gangs()) {
-              if (rec.state != GangState::kReserved || rec.expires_at > at) continue;
-              for (const MemberPlacement& m : rec.placement.members) {
-                if (m.node < 0) continue;
-                freed.emplace_back(name, s.cluster().node(m.node).name);
-                break;
-              }
-            }
-          }
-          auto expired = s.ExpireReservations(at);
+          if (!refused_repairs_.empty()) free_before = FreePerNode(s);
+          auto expired = s.ExpireReservations(state_.clock().Now());
           drops = s.drops();
           return expired;
         });
@@ -238,7 +228,6 @@ void GangLedger::WorkerLoop() {
           });
           WakeStartedLocked("");
         }
-        if (!ttl.empty()) WakeRefusedRepairsLocked(freed);
         ExpireFillsLocked(&fails);
         // Looking up every pending gang in the core costs ~0.2 us each under the ledger lock;
         // do it only when the core dropped something since the last sweep.
@@ -246,6 +235,7 @@ void GangLedger::WorkerLoop() {
           SyncWithCoreLocked(&fails);
           synced_drops = drops;
         }
+        if (!free_before.empty()) WakeRefusedRepairsLocked(free_before, ttl);
         // What was learned about the nodes of gangs nothing waits for any more (no entry, no pod
         // known to wait, not queued, nothing reserved: a gang of one whose queue entry went
         // stale, pods deleted unseen): a job resubmitted under the same name is a new gang and

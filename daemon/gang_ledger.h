@@ -329,11 +329,14 @@ class GangLedger {
   bool OthersWaitLocked(const std::string& gang, const std::string& pod) const;  // waiting_pods_
   WakeFn wake_;
   // Gangs whose missing members (replacements of a running gang's lost ones) were refused for
-  // lack of room since the last reservation expired. They are not in the queue, so nothing it
-  // starts wakes them; an expiry frees GPUs kube-scheduler never saw taken, so no event does
-  // either: WakeRefusedRepairsLocked wakes them through a node the expiry freed.
+  // lack of room since the last wake. They are not in the queue, so nothing it starts wakes
+  // them; the worker's sweep frees GPUs kube-scheduler never saw taken (an expired reservation,
+  // an expired fill, a hold let go), so no event does either: WakeRefusedRepairsLocked wakes them
+  // through the node that gained the most free GPUs since `free_before` (FreePerNodeLocked).
   std::set<std::string> refused_repairs_;
-  void WakeRefusedRepairsLocked(const std::vector<std::pair<std::string, std::string>>& freed);
+  static std::vector<int> FreePerNode(const GangScheduler& s);
+  void WakeRefusedRepairsLocked(const std::vector<int>& free_before,
+                                const std::vector<std::string>& expired);
   void ForgetWaitingLocked(const std::string& gang);
   // Pending, ungated GPU pods (pod key) -> when the watch first saw them so: the queue's arrival
   // for the pod's gang is no later than that (Admission::Admit's waiting_since). Erased when the

@@ -3,7 +3,7 @@
 // filter runs the whole queue and starts it, or the worker's timed queue pass does (a reservation
 // expired, a hold gave up, a required tier lapsed). Each gang started so, without its own pod
 // asking, is woken through the WakeFn (cluster mode: a Node annotation, kube/); so are the
-// replacement members refused for room when an expiry frees GPUs.
+// replacement members refused for room when the worker's sweep frees GPUs.
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,24 +54,48 @@ void GangLedger::WakeStartedLocked(const std::string& asker, const std::string& 
   }
 }
 
-void GangLedger::WakeRefusedRepairsLocked(
-    const std::vector<std::pair<std::string, std::string>>& freed) {
-  if (refused_repairs_.empty() || freed.empty()) return;
+std::vector<int> GangLedger::FreePerNode(const GangScheduler& s) {
+  std::vector<int> free(s.cluster().num_nodes());
+  for (int n = 0; n < s.cluster().num_nodes(); ++n) free[n] = s.cluster().NodeFreeHealthy(n);
+  return free;
+}
+
+void GangLedger::WakeRefusedRepairsLocked(const std::vector<int>& free_before,
+                                          const std::vector<std::string>& expired) {
+  if (refused_repairs_.empty()) return;
+  // The node that gained the most free GPUs in the sweep (none if the queue's pass took them
+  // all again, or the model was rebuilt meanwhile: a rebuild is a cluster event of its own).
+  std::string node;
+  state_.With([&](GangScheduler& s) {
+    if (static_cast<int>(free_before.size()) != s.cluster().num_nodes()) return 0;
+    int best = 0;
+    for (int n = 0; n < s.cluster().num_nodes(); ++n) {
+      const int gained = s.cluster().NodeFreeHealthy(n) - free_before[n];
+      if (gained > best) {
+        best = gained;
+        node = s.cluster().node(n).name;
+      }
+    }
+    return 0;
+  });
+  if (node.empty()) return;
   // One Node write wakes every parked pod (kube-scheduler queues extender-refused pods on any
-  // Node change), so one per sweep, on a node the expiry freed: with queueing hints off,
+  // Node change), so one per sweep, on a node that gained room: with queueing hints off,
   // kube-scheduler moves only pods that fit the node that changed (preCheckForNode).
-  const auto& [expired, node] = freed.front();
   const std::string gang = *refused_repairs_.begin();
   const std::string all = absl::StrJoin(refused_repairs_, ", ");
   refused_repairs_.clear();
   if (wake_) wake_(node, gang);
+  const std::string cause =
+      expired.empty()
+          ? "GPUs kube-scheduler never saw taken were released"
+          : absl::StrCat("the reservation of ", absl::StrJoin(expired, ", "), " expired");
   state_.Publish({0,
                   {},
                   "wake",
                   gang,
                   node,
-                  absl::StrCat("the reservation of ", expired,
-                               " expired; the replacement members refused for lack of room (", all,
+                  absl::StrCat(cause, "; the replacement members refused for lack of room (", all,
                                wake_ ? ") were asked to try again" : ") wait")});
 }
 

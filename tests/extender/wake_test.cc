@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -422,6 +423,50 @@ TEST(WakeTest, AnExpiryWakesAReplacementRefusedForLackOfRoom) {
   // Woken, it asks again and gets a node the expiry freed.
   const auto r = f.FilterOffered(t::MakePod(repl), rest);
   ASSERT_EQ(r.node_names.size(), 1u) << r.error;
+}
+
+// The same with the room held by another running gang's replacement member instead of a fresh
+// gang: its slot (a "fill") is reserved when the replacement is filtered, and released when the
+// replacement does not reach bind within the TTL. That release is as invisible to kube-scheduler
+// as an expiry, and is not a reservation expiring in the core.
+TEST(WakeTest, AnExpiredFillWakesAReplacementRefusedForLackOfRoom) {
+  t::ServiceFixture f(4, Options(absl::Milliseconds(20)));
+  Wakes wakes;
+  f.ledger.SetWaker(wakes.Fn());
+  // Gangs r and s (2 x 8 each) run on the four nodes.
+  std::map<std::string, std::string> at;  // pod -> node
+  for (const std::string g : {"r", "s"}) {
+    for (int i = 0; i < 2; ++i) at[absl::StrCat(g, "-", i)] = f.FilterOne(Pod(g, i));
+    ASSERT_NE(at[g + "-0"], at[g + "-1"]);
+    auto b0 = f.Bind(Pod(g, 0), at[g + "-0"]), b1 = f.Bind(Pod(g, 1), at[g + "-1"]);
+    ASSERT_EQ(b0.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    ASSERT_EQ(b1.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    ASSERT_EQ(b0.get() + b1.get(), "") << g << " did not bind";
+  }
+  // s loses a member; its replacement is given the freed node (a fill) but never binds.
+  const std::string d = at["s-1"];
+  f.ledger.PodDeleted(t::FinishedPod("s-1", d));
+  t::PodOpts s_repl = t::GangPod("s", 2, 1, 8);
+  s_repl.name = "s-1-r";
+  ASSERT_EQ(f.FilterOffered(t::MakePod(s_repl), {d}).node_names, std::vector<std::string>{d});
+  // r loses a member and a one-node job takes its node: r's replacement has nowhere to go.
+  const std::string b = at["r-1"];
+  f.ledger.PodDeleted(t::FinishedPod("r-1", b));
+  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
+  ASSERT_EQ(f.FilterOffered(job, {b}).node_names, std::vector<std::string>{b});
+  auto job_bound = f.Bind(job, b);
+  ASSERT_EQ(job_bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  t::PodOpts r_repl = t::GangPod("r", 2, 1, 8);
+  r_repl.name = "r-1-r";
+  EXPECT_TRUE(f.FilterOffered(t::MakePod(r_repl), {d}).node_names.empty());
+  ASSERT_TRUE(wakes.Get().empty());
+  // s's replacement does not come within the TTL: its fill is released, and r's is woken there.
+  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
+                  absl::Seconds(1));
+  ASSERT_TRUE(wakes.Wait()) << "nothing woke the replacement";
+  EXPECT_EQ(wakes.Get().front(), std::make_pair(std::string("default/r"), d));
+  const auto r = f.FilterOffered(t::MakePod(r_repl), {d});
+  ASSERT_EQ(r.node_names, std::vector<std::string>{d}) << r.error;
 }
 
 }  // namespace
