@@ -46,6 +46,17 @@ inline int Steps() {
   return env ? std::atoi(env) : 160;
 }
 
+// kube-scheduler's watch trailing topogangd's (EmulatorOptions::watch_lag), in virtual
+// milliseconds: TOPOGANG_CHURN_WATCH_LAGS_MS (comma-separated, default "0,2000").
+inline std::vector<int> WatchLagsMs() {
+  const char* env = std::getenv("TOPOGANG_CHURN_WATCH_LAGS_MS");
+  std::vector<int> out;
+  for (absl::string_view s : absl::StrSplit(env ? env : "0,2000", ',', absl::SkipEmpty())) {
+    out.push_back(std::atoi(std::string(s).c_str()));
+  }
+  return out;
+}
+
 inline int GpusOf(const Json& pod) {
   try {
     return std::stoi(

@@ -19,12 +19,16 @@
 // every GPU free in its model.
 //
 // Seeds: TOPOGANG_CHURN_SEEDS (comma-separated, default "1,2"); steps per seed:
-// TOPOGANG_CHURN_STEPS (default 160). A failure prints the seed and the step log.
+// TOPOGANG_CHURN_STEPS (default 160); each seed runs once per watch lag of kube-scheduler behind
+// topogangd, TOPOGANG_CHURN_WATCH_LAGS_MS (virtual ms, default "0,2000": a lagging cache filters
+// pods deleted seconds ago and offers nodes freed seconds ago as full). A failure prints the seed
+// and the step log.
 #include <cpprest/http_client.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -33,6 +37,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -66,18 +71,24 @@ using churn::NodeSpec;
 using churn::Seeds;
 using churn::Steps;
 
-class ChurnEndToEnd : public churn::ChurnCluster, public ::testing::WithParamInterface<uint64_t> {
+// (seed, kube-scheduler's watch lag in virtual ms)
+class ChurnEndToEnd : public churn::ChurnCluster,
+                      public ::testing::WithParamInterface<std::tuple<uint64_t, int>> {
  protected:
+  uint64_t Seed() const { return std::get<0>(GetParam()); }
   void SetUp() override {
     MakeCluster();
-    StartAll();
+    const absl::Duration lag = absl::Milliseconds(std::get<1>(GetParam()));
+    StartAll("", [lag](EmulatorOptions& o) { o.watch_lag = lag; });
   }
   void TearDown() override {
     StopChecker();
     if (HasFailure() || std::getenv("TOPOGANG_CHURN_VERBOSE")) {
-      std::cerr << "seed " << GetParam() << ", steps:\n" << absl::StrJoin(log_, "\n") << "\n";
+      std::cerr << "seed " << Seed() << ", steps:\n" << absl::StrJoin(log_, "\n") << "\n";
       if (const char* dir = std::getenv("TOPOGANG_CHURN_LOG_DIR")) {
-        std::ofstream(absl::StrCat(dir, "/topogangd-", GetParam(), ".log")) << topogangd.Log();
+        std::ofstream(
+            absl::StrCat(dir, "/topogangd-", Seed(), "-", std::get<1>(GetParam()), ".log"))
+            << topogangd.Log();
       }
     }
     testing::EmulatedDaemonTest::TearDown();
@@ -386,7 +397,7 @@ class ChurnEndToEnd : public churn::ChurnCluster, public ::testing::WithParamInt
 };
 
 TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
-  rng_.seed(GetParam());
+  rng_.seed(Seed());
   StartChecker();
   const absl::Time start = absl::Now();
   for (int i = 0; i < Steps(); ++i) Step();
@@ -418,16 +429,39 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
   }
   EXPECT_EQ(allocated, 0);
   EXPECT_EQ(free, total_gpus_);
-  std::cerr << "seed " << GetParam() << ": " << next_job_ << " jobs, " << ended_ << " ended, "
+  std::cerr << "seed " << Seed() << ": " << next_job_ << " jobs, " << ended_ << " ended, "
             << failures_ << " members failed and replaced, " << nodes_failed_
             << " nodes deleted with pods bound, " << watch_breaks_ << " watch breaks; churn "
             << absl::FormatDuration(churned - start) << ", drain "
             << absl::FormatDuration(drained - churned) << " (longest without a start "
             << absl::FormatDuration(longest_stall_) << "); " << wakes
-            << " gangs started by the queue while their pods waited, woken\n";
+            << " gangs started by the queue while their pods waited, woken; kube-scheduler "
+            << "(watch lag " << absl::FormatDuration(emu->options().watch_lag)
+            << "): " << emu->counters().filter_errors << " filter errors, "
+            << emu->counters().bind_failures << " failed binds\n";
+  if (std::getenv("TOPOGANG_CHURN_VERBOSE")) {
+    // Why kube-scheduler's cycles and binds failed (the last decision_log_size decisions), by
+    // the first words of the message with every number as '#'.
+    std::map<std::string, int> why;
+    for (const Decision& d : emu->Decisions()) {
+      if (d.kind != Decision::Kind::kError && d.kind != Decision::Kind::kBindFailed) continue;
+      std::string m;
+      for (char c : d.message) {
+        if (!std::isdigit(static_cast<unsigned char>(c))) {
+          m += c;
+        } else if (m.empty() || m.back() != '#') {
+          m += '#';
+        }
+      }
+      why[absl::StrCat(DecisionKindString(d.kind), ": ", m.substr(0, 80))]++;
+    }
+    for (const auto& [w, n] : why) std::cerr << "  " << n << " x " << w << "\n";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, ChurnEndToEnd, ::testing::ValuesIn(Seeds()));
+INSTANTIATE_TEST_SUITE_P(Seeds, ChurnEndToEnd,
+                         ::testing::Combine(::testing::ValuesIn(Seeds()),
+                                            ::testing::ValuesIn(churn::WatchLagsMs())));
 
 }  // namespace
 }  // namespace topogang::kubesched

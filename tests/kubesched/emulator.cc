@@ -69,18 +69,23 @@ absl::Status Emulator::Start() {
     setrlimit(RLIMIT_NOFILE, &rl);
   }
   const absl::Duration retry = std::max(clock_.ToReal(absl::Seconds(1)), absl::Milliseconds(5));
+  if (options_.watch_lag > absl::ZeroDuration()) {
+    lagged_ = std::make_unique<LaggedDelivery>(clock_.ToReal(options_.watch_lag));
+  }
   node_informer_ = std::make_unique<Informer>(
       options_.api_server_url, "/api/v1/nodes",
-      Informer::Handlers{[this](const Json& o) { OnNodeAdd(o); },
-                         [this](const Json& a, const Json& b) { OnNodeUpdate(a, b); },
-                         [this](const Json& o) { OnNodeDelete(o); }},
+      Informer::Handlers{
+          [this](const Json& o) { Deliver([this, o] { OnNodeAdd(o); }); },
+          [this](const Json& a, const Json& b) { Deliver([this, a, b] { OnNodeUpdate(a, b); }); },
+          [this](const Json& o) { Deliver([this, o] { OnNodeDelete(o); }); }},
       nullptr, retry);
   // newPodInformer: status.phase!=Succeeded,status.phase!=Failed.
   pod_informer_ = std::make_unique<Informer>(
       options_.api_server_url, "/api/v1/pods",
-      Informer::Handlers{[this](const Json& o) { OnPodAdd(o); },
-                         [this](const Json& a, const Json& b) { OnPodUpdate(a, b); },
-                         [this](const Json& o) { OnPodDelete(o); }},
+      Informer::Handlers{
+          [this](const Json& o) { Deliver([this, o] { OnPodAdd(o); }); },
+          [this](const Json& a, const Json& b) { Deliver([this, a, b] { OnPodUpdate(a, b); }); },
+          [this](const Json& o) { Deliver([this, o] { OnPodDelete(o); }); }},
       [](const Json& pod) { return !Terminal(pod); }, retry);
   node_informer_->Start();
   pod_informer_->Start();
@@ -94,6 +99,9 @@ absl::Status Emulator::Start() {
     }
     absl::SleepFor(absl::Milliseconds(2));
   }
+  // cmd/kube-scheduler/app/server.go (startInformersAndWaitForSync): no cycle before the first
+  // lists are in the cache.
+  if (lagged_) lagged_->Drain();
   scheduler_thread_ = std::thread([this] { SchedulingLoop(); });
   flush_thread_ = std::thread([this] { FlushLoop(); });
   return absl::OkStatus();
@@ -113,6 +121,7 @@ void Emulator::Stop() {
   if (flush_thread_.joinable()) flush_thread_.join();
   if (node_informer_) node_informer_->Stop();
   if (pod_informer_) pod_informer_->Stop();
+  if (lagged_) lagged_->Stop();
   // Cancelled binds report back promptly; wait for their callbacks to finish.
   std::unique_lock<std::mutex> lock(mu_);
   changed_.wait_for(lock, std::chrono::seconds(30), [&] { return counters_.binds_in_flight == 0; });
@@ -120,6 +129,14 @@ void Emulator::Stop() {
 }
 
 void Emulator::Changed() { changed_.notify_all(); }
+
+void Emulator::Deliver(std::function<void()> fn) {
+  if (lagged_) {
+    lagged_->Post(std::move(fn));
+  } else {
+    fn();
+  }
+}
 
 void Emulator::SleepReal(absl::Duration d) {
   std::unique_lock<std::mutex> lock(flush_mu_);

@@ -41,6 +41,7 @@
 #include "tests/kubesched/clock.h"
 #include "tests/kubesched/extender_client.h"
 #include "tests/kubesched/informer.h"
+#include "tests/kubesched/lagged_delivery.h"
 #include "tests/kubesched/scheduler_cache.h"
 #include "tests/kubesched/scheduling_queue.h"
 
@@ -60,6 +61,9 @@ struct EmulatorOptions {
   int64_t missing_pods_allocatable = 110;            // see ParseNode
   // Real-time limit for the first list of nodes and pods in Start().
   absl::Duration sync_timeout = absl::Seconds(10);
+  // Virtual time every watch event and relist change reaches kube-scheduler's cache late
+  // (LaggedDelivery: its watch trailing topogangd's). Zero: as the informers receive them.
+  absl::Duration watch_lag = absl::ZeroDuration();
 };
 
 // Counters since Start().
@@ -179,6 +183,9 @@ class Emulator {
   std::set<std::string> ignored_resources_;
   std::unique_ptr<ApiBinder> api_binder_;
   std::unique_ptr<Informer> node_informer_, pod_informer_;
+  std::unique_ptr<LaggedDelivery> lagged_;  // with watch_lag: runs the informers' callbacks
+  // Runs an informer callback now, or through lagged_.
+  void Deliver(std::function<void()> fn);
 
   mutable std::mutex mu_;
   std::condition_variable changed_;

@@ -67,8 +67,10 @@ class EmulatorTest : public ::testing::Test {
     }
   }
 
-  void StartEmulator(double time_scale = 20, int percentage = 0) {
+  void StartEmulator(double time_scale = 20, int percentage = 0,
+                     absl::Duration watch_lag = absl::ZeroDuration()) {
     EmulatorOptions o;
+    o.watch_lag = watch_lag;
     o.api_server_url = api_.url();
     o.scheduler_name = kScheduler;
     ExtenderConfig e;
@@ -180,6 +182,22 @@ TEST_F(EmulatorTest, SchedulesAndBindsThroughTheExtender) {
   EXPECT_EQ(first["Pod"]["metadata"]["uid"], "uid-early");
   EXPECT_EQ(emu_->cache().GetNode("n2")->requested.Scalar("nvidia.com/gpu"), 3);
   EXPECT_EQ(emu_->WhereIs("default/early"), QueueName::kNone);
+}
+
+// kube-scheduler's watch trailing the API server (and topogangd's watch): what the informers
+// receive reaches the cache `watch_lag` later, in order, but the first lists are in the cache
+// before the first cycle (WaitForCacheSync).
+TEST_F(EmulatorTest, AWatchLagDelaysWhatTheCacheSeesButNotTheFirstList) {
+  api_.PutNode(topogang::testing::MakeNode("n0", 8, {}));
+  api_.PutPod(GpuPod("early", 1));
+  StartEmulator(/*time_scale=*/20, 0, /*watch_lag=*/absl::Seconds(5));  // 250 ms real
+  ASSERT_NE(emu_->Record("default/early"), std::nullopt) << "the first list was not waited for";
+  const absl::Time created = absl::Now();
+  api_.PutNode(topogang::testing::MakeNode("n1", 8, {}));
+  api_.PutPod(GpuPod("late", 1, R"({"nodeSelector": {"kubernetes.io/hostname": "n1"}})"));
+  ASSERT_TRUE(emu_->WaitForBound("default/late"));
+  EXPECT_EQ(BoundNode("late"), "n1");  // the node, posted first, was there when the pod came
+  EXPECT_GE(absl::Now() - created, absl::Milliseconds(250)) << "the pod was seen without lag";
 }
 
 TEST_F(EmulatorTest, NodeSelectorAndTaintsDecideWhatTheExtenderSees) {

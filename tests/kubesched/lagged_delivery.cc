@@ -1,0 +1,54 @@
+#include "tests/kubesched/lagged_delivery.h"
+
+#include "absl/time/clock.h"
+
+namespace topogang::kubesched {
+
+LaggedDelivery::LaggedDelivery(absl::Duration lag) : lag_(lag), thread_([this] { Run(); }) {}
+
+LaggedDelivery::~LaggedDelivery() { Stop(); }
+
+void LaggedDelivery::Post(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return;
+  queue_.emplace_back(absl::Now() + lag_, std::move(fn));
+  cv_.notify_all();
+}
+
+void LaggedDelivery::Drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return stopping_ || (queue_.empty() && !running_one_); });
+}
+
+void LaggedDelivery::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    queue_.clear();
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void LaggedDelivery::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (stopping_) return;
+    const absl::Time due = queue_.front().first;
+    if (absl::Now() < due) {
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(due - absl::Now()));
+      continue;
+    }
+    std::function<void()> fn = std::move(queue_.front().second);
+    queue_.pop_front();
+    running_one_ = true;
+    lock.unlock();
+    fn();
+    lock.lock();
+    running_one_ = false;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace topogang::kubesched

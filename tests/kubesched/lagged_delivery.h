@@ -1,0 +1,45 @@
+// Runs callbacks in the order they were posted, each no earlier than `lag` after its post: an
+// informer whose events reach its handlers late. kube-scheduler's watch and topogangd's are two
+// streams from one API server, and under load (a 4,096-pod gang created at once, a busy
+// apiserver, a slow handler) one can trail the other by seconds; client-go's processorListener
+// (k8s.io/client-go/tools/cache/shared_informer.go) buffers events per handler without bound,
+// so a slow consumer sees every event, in order, late. The emulator delivers both of its
+// informers' callbacks through one of these, so nodes and pods keep their relative order.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/time/time.h"
+
+namespace topogang::kubesched {
+
+class LaggedDelivery {
+ public:
+  explicit LaggedDelivery(absl::Duration lag);  // real time
+  ~LaggedDelivery();
+  LaggedDelivery(const LaggedDelivery&) = delete;
+  LaggedDelivery& operator=(const LaggedDelivery&) = delete;
+
+  void Post(std::function<void()> fn);
+  // Blocks until everything posted so far has run (or Stop).
+  void Drain();
+  // Drops what has not run yet and joins the thread; no callback runs after it returns.
+  void Stop();
+
+ private:
+  void Run();
+
+  const absl::Duration lag_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<absl::Time, std::function<void()>>> queue_;
+  bool running_one_ = false, stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace topogang::kubesched
