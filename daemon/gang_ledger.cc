@@ -108,6 +108,7 @@ void GangLedger::DropEntryLocked(std::string id, const std::string& why, bool re
   gangs_.erase(it);
   pending_.erase(id);
   fills_.erase(id);
+  refused_repairs_.erase(id);
   elastic_.Forget(id);
   if (release_core) {
     state_.With([&](GangScheduler& s) { return s.Release(id); }).IgnoreError();
@@ -187,10 +188,7 @@ void GangLedger::WorkerLoop() {
                        [&](const auto& r) { return now - r.second.at > kWatchLag; });
         absl::erase_if(deleted_uids_, [&](const auto& d) { return now - d.second > kWatchLag; });
         uint64_t drops = 0;
-        // Free GPUs per node before this sweep's releases, when refused replacements wait.
-        std::vector<int> free_before;
         std::vector<std::string> ttl = state_.With([&](GangScheduler& s) {
-          if (!refused_repairs_.empty()) free_before = FreePerNode(s);
           auto expired = s.ExpireReservations(state_.clock().Now());
           drops = s.drops();
           return expired;
@@ -235,7 +233,7 @@ void GangLedger::WorkerLoop() {
           SyncWithCoreLocked(&fails);
           synced_drops = drops;
         }
-        if (!free_before.empty()) WakeRefusedRepairsLocked(free_before, ttl);
+        if (!refused_repairs_.empty()) WakeRefusedRepairsLocked(ttl);
         // What was learned about the nodes of gangs nothing waits for any more (no entry, no pod
         // known to wait, not queued, nothing reserved: a gang of one whose queue entry went
         // stale, pods deleted unseen): a job resubmitted under the same name is a new gang and

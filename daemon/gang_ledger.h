@@ -330,13 +330,15 @@ class GangLedger {
   WakeFn wake_;
   // Gangs whose missing members (replacements of a running gang's lost ones) were refused for
   // lack of room since the last wake. They are not in the queue, so nothing it starts wakes
-  // them; the worker's sweep frees GPUs kube-scheduler never saw taken (an expired reservation,
-  // an expired fill, a hold let go), so no event does either: WakeRefusedRepairsLocked wakes them
-  // through the node that gained the most free GPUs since `free_before` (FreePerNodeLocked).
+  // them; GPUs kube-scheduler never saw taken (an expired reservation or fill, a hold let go)
+  // free with no event either. So the worker's sweep compares the free GPUs per node with
+  // `repair_baseline_` (what the latest refusal saw) and wakes them through a node that gained.
+  // A gain kube-scheduler did see costs one redundant wake; a replacement that is then refused
+  // again takes a new baseline. Erased when its gang's repair succeeds or its entry goes.
   std::set<std::string> refused_repairs_;
-  static std::vector<int> FreePerNode(const GangScheduler& s);
-  void WakeRefusedRepairsLocked(const std::vector<int>& free_before,
-                                const std::vector<std::string>& expired);
+  std::vector<int> repair_baseline_;  // free GPUs per node
+  void NoteRefusedRepairLocked(const std::string& id);
+  void WakeRefusedRepairsLocked(const std::vector<std::string>& expired);
   void ForgetWaitingLocked(const std::string& gang);
   // Pending, ungated GPU pods (pod key) -> when the watch first saw them so: the queue's arrival
   // for the pod's gang is no later than that (Admission::Admit's waiting_since). Erased when the

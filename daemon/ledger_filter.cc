@@ -357,7 +357,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
                                    st.message()),
                       /*unresolvable=*/true);
           decided = true;
-          if (absl::IsResourceExhausted(st)) refused_repairs_.insert(id);
+          if (absl::IsResourceExhausted(st)) NoteRefusedRepairLocked(id);
           state_.Publish({0, {}, "unschedulable", id, "", std::string(st.message())});
         }
       }

@@ -225,6 +225,7 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
     }
     return absl::OkStatus();
   });
+  if (st.ok()) refused_repairs_.erase(id);
   if (!st.ok() || missing.empty()) return st;
   e.running = false;
   e.fill_deadline = now + state_.With([](GangScheduler& s) { return s.options().reservation_ttl; });

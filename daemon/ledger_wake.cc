@@ -4,6 +4,7 @@
 // expired, a hold gave up, a required tier lapsed). Each gang started so, without its own pod
 // asking, is woken through the WakeFn (cluster mode: a Node annotation, kube/); so are the
 // replacement members refused for room when the worker's sweep frees GPUs.
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,25 +55,38 @@ void GangLedger::WakeStartedLocked(const std::string& asker, const std::string& 
   }
 }
 
-std::vector<int> GangLedger::FreePerNode(const GangScheduler& s) {
-  std::vector<int> free(s.cluster().num_nodes());
-  for (int n = 0; n < s.cluster().num_nodes(); ++n) free[n] = s.cluster().NodeFreeHealthy(n);
-  return free;
+void GangLedger::NoteRefusedRepairLocked(const std::string& id) {
+  refused_repairs_.insert(id);
+  repair_baseline_ = state_.With([](GangScheduler& s) {
+    std::vector<int> free(s.cluster().num_nodes());
+    for (int n = 0; n < s.cluster().num_nodes(); ++n) free[n] = s.cluster().NodeFreeHealthy(n);
+    return free;
+  });
 }
 
-void GangLedger::WakeRefusedRepairsLocked(const std::vector<int>& free_before,
-                                          const std::vector<std::string>& expired) {
+void GangLedger::WakeRefusedRepairsLocked(const std::vector<std::string>& expired) {
   if (refused_repairs_.empty()) return;
-  // The node that gained the most free GPUs in the sweep (none if the queue's pass took them
-  // all again, or the model was rebuilt meanwhile: a rebuild is a cluster event of its own).
+  int need = 0;  // the smallest member among the refused gangs
+  for (const std::string& g : refused_repairs_) {
+    auto it = gangs_.find(g);
+    if (it == gangs_.end()) continue;
+    const int gpus = static_cast<int>(it->second.spec.gpus_per_member);
+    need = need == 0 ? gpus : std::min(need, gpus);
+  }
+  // A node that gained free GPUs since the refusal, one with room for a member first (with
+  // queueing hints off, kube-scheduler moves only the pods that fit the node that changed:
+  // preCheckForNode), then the largest gain. None: nothing freed yet, or the queue's pass took
+  // it again; a rebuild (node set changed) is a cluster event of its own.
   std::string node;
   state_.With([&](GangScheduler& s) {
-    if (static_cast<int>(free_before.size()) != s.cluster().num_nodes()) return 0;
-    int best = 0;
+    if (static_cast<int>(repair_baseline_.size()) != s.cluster().num_nodes()) return 0;
+    std::pair<bool, int> best{false, 0};
     for (int n = 0; n < s.cluster().num_nodes(); ++n) {
-      const int gained = s.cluster().NodeFreeHealthy(n) - free_before[n];
-      if (gained > best) {
-        best = gained;
+      const int free = s.cluster().NodeFreeHealthy(n), gained = free - repair_baseline_[n];
+      if (gained <= 0) continue;
+      const std::pair<bool, int> key{free >= need, gained};
+      if (node.empty() || key > best) {
+        best = key;
         node = s.cluster().node(n).name;
       }
     }
@@ -80,16 +94,16 @@ void GangLedger::WakeRefusedRepairsLocked(const std::vector<int>& free_before,
   });
   if (node.empty()) return;
   // One Node write wakes every parked pod (kube-scheduler queues extender-refused pods on any
-  // Node change), so one per sweep, on a node that gained room: with queueing hints off,
-  // kube-scheduler moves only pods that fit the node that changed (preCheckForNode).
+  // Node change), so one per sweep.
   const std::string gang = *refused_repairs_.begin();
   const std::string all = absl::StrJoin(refused_repairs_, ", ");
   refused_repairs_.clear();
+  repair_baseline_.clear();
   if (wake_) wake_(node, gang);
   const std::string cause =
-      expired.empty()
-          ? "GPUs kube-scheduler never saw taken were released"
-          : absl::StrCat("the reservation of ", absl::StrJoin(expired, ", "), " expired");
+      expired.empty() ? "GPUs were freed since they were refused"
+                      : absl::StrCat("GPUs were freed since they were refused (reservations of ",
+                                     absl::StrJoin(expired, ", "), " expired)");
   state_.Publish({0,
                   {},
                   "wake",

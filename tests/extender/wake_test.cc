@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "k8s/pod_info.h"
+#include "tests/extender/wake_support.h"
 #include "tests/support/service_fixture.h"
 #include "tests/support/test_util.h"
 
@@ -24,38 +25,10 @@ namespace topogang {
 namespace {
 
 namespace t = testing;
-
-// Records the ledger's wakes (gang, node).
-struct Wakes {
-  std::mutex mu;
-  std::vector<std::pair<std::string, std::string>> got;
-  WakeFn Fn() {
-    return [this](const std::string& node, const std::string& gang) {
-      std::lock_guard<std::mutex> lock(mu);
-      got.emplace_back(gang, node);
-    };
-  }
-  std::vector<std::pair<std::string, std::string>> Get() {
-    std::lock_guard<std::mutex> lock(mu);
-    return got;
-  }
-  // Waits (real time: the ledger's worker) until something was woken.
-  bool Wait(absl::Duration limit = absl::Seconds(10)) {
-    for (absl::Time end = absl::Now() + limit; absl::Now() < end;) {
-      if (!Get().empty()) return true;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return false;
-  }
-};
-
-GangLedgerOptions Options(absl::Duration queue_pass) {
-  GangLedgerOptions o = t::ServiceFixture::Options(absl::Seconds(10), {});
-  o.queue_pass = queue_pass;
-  return o;
-}
-
-Json Pod(const std::string& gang, int i) { return t::MakePod(t::GangPod(gang, 2, i, 8)); }
+using testing::ExpireEveryReservation;
+using testing::WakeOptions;
+using testing::WakePod;
+using testing::Wakes;
 
 // Two 8-GPU nodes with a one-node job bound on the first.
 void BindJob(t::ServiceFixture& f) {
@@ -74,39 +47,28 @@ void ASoloWaitsAvoidingTheFreeNode(t::ServiceFixture& f) {
   EXPECT_TRUE(f.FilterOffered(t::MakePod(o), {f.names[1]}).node_names.empty());
 }
 
-// Past every reservation's TTL; waits (real time: the worker's sweep) until none is left.
-void ExpireEveryReservation(t::ServiceFixture& f) {
-  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
-                  absl::Seconds(1));
-  for (absl::Time end = absl::Now() + absl::Seconds(10);
-       f.ledger.GetStats().reserved_gangs > 0 && absl::Now() < end;) {
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  ASSERT_EQ(f.ledger.GetStats().reserved_gangs, 0) << "the reservation did not expire";
-}
-
 // Gang g (2 x 8) waits behind the job; the job ends and no pod asks again (kube-scheduler may
 // not have seen it yet, or its event came before g's pod was parked): the timer's pass starts g.
 void StartedByTheTimer(t::ServiceFixture& f, Wakes& wakes) {
   BindJob(f);
-  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("g", 0), {f.names[1]}).node_names.empty());
   f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
   ASSERT_TRUE(wakes.Wait());
 }
 
 TEST(WakeTest, AGangStartedByAnotherGangsFilterHasItsPodsWoken) {
-  t::ServiceFixture f(2, Options(absl::ZeroDuration()));  // no timer: only the filters run it
+  t::ServiceFixture f(2, WakeOptions(absl::ZeroDuration()));  // no timer: only the filters run it
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   BindJob(f);
   // Both gangs wait (one node free, each needs two); `old` first.
-  EXPECT_TRUE(f.FilterOffered(Pod("old", 0), {f.names[1]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("old", 0), {f.names[1]}).node_names.empty());
   f.clock.Advance(absl::Seconds(30));
-  EXPECT_TRUE(f.FilterOffered(Pod("young", 0), {f.names[1]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("young", 0), {f.names[1]}).node_names.empty());
   f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
   EXPECT_TRUE(wakes.Get().empty()) << "a deletion is itself an event kube-scheduler sees";
   // kube-scheduler retries `young` first: its filter starts `old`, whose pods nobody asks for.
-  EXPECT_TRUE(f.FilterOffered(Pod("young", 0), f.names).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("young", 0), f.names).node_names.empty());
   const std::vector<std::string> old_nodes = t::ReservedNodes(f, "default/old");
   ASSERT_EQ(old_nodes.size(), 2u) << "the queue started the older gang";
   auto got = wakes.Get();
@@ -116,32 +78,32 @@ TEST(WakeTest, AGangStartedByAnotherGangsFilterHasItsPodsWoken) {
       << got[0].second << " is not one of its nodes (kube-scheduler's precheck with queueing "
       << "hints off moves the pods that fit on the node that changed)";
   // Its pods, woken, take their slots; nothing more is woken.
-  EXPECT_EQ(f.FilterOffered(Pod("old", 0), f.names).node_names.size(), 1u);
-  EXPECT_EQ(f.FilterOffered(Pod("old", 1), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(WakePod("old", 0), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(WakePod("old", 1), f.names).node_names.size(), 1u);
   EXPECT_EQ(wakes.Get().size(), 1u);
 }
 
 TEST(WakeTest, AGangStartedByOneOfItsPodsWakesItsOtherRefusedPods) {
-  t::ServiceFixture f(2, Options(absl::ZeroDuration()));
+  t::ServiceFixture f(2, WakeOptions(absl::ZeroDuration()));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   BindJob(f);
   // Both pods of g were refused: kube-scheduler parked them.
-  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
-  EXPECT_TRUE(f.FilterOffered(Pod("g", 1), {f.names[1]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("g", 0), {f.names[1]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("g", 1), {f.names[1]}).node_names.empty());
   f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
   // g-0 comes back first (an error answer's backoff, an event it alone was moved by) and starts
   // g; g-1 stays parked unless woken, and g's reservation would run out with one pod arrived.
-  EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(WakePod("g", 0), f.names).node_names.size(), 1u);
   auto got = wakes.Get();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].first, "default/g");
-  EXPECT_EQ(f.FilterOffered(Pod("g", 1), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(WakePod("g", 1), f.names).node_names.size(), 1u);
   EXPECT_EQ(wakes.Get().size(), 1u);
 }
 
 TEST(WakeTest, TheTimersPassDoesNotStartAWaitingGangOfOneOnANodeItAvoids) {
-  t::ServiceFixture f(2, Options(absl::Milliseconds(5)));
+  t::ServiceFixture f(2, WakeOptions(absl::Milliseconds(5)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   ASSERT_NO_FATAL_FAILURE(ASoloWaitsAvoidingTheFreeNode(f));
@@ -159,12 +121,12 @@ TEST(WakeTest, TheTimersPassDoesNotStartAWaitingGangOfOneOnANodeItAvoids) {
 // old pod, which had held a slot, was not known to wait once the reservation expired, so its
 // deletion forgot nothing.
 TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWasRefused) {
-  t::ServiceFixture f(3, Options(absl::Milliseconds(5)));
+  t::ServiceFixture f(3, WakeOptions(absl::Milliseconds(5)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   // The old gang is offered two of the three free nodes (the third refused it, with room) and
   // reserved there; no member ever binds.
-  ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  ASSERT_EQ(f.FilterOffered(WakePod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
   ASSERT_NO_FATAL_FAILURE(ExpireEveryReservation(f));
   f.ledger.PodDeleted(t::FinishedPod("g-0"));
   // Two one-node jobs take the first and third nodes; the new gang is offered the second alone.
@@ -190,7 +152,7 @@ TEST(WakeTest, AJobResubmittedUnderTheSameNameDoesNotInheritTheNodesItsOldGangWa
 // gang on that node. Its pod, asking, must not be placed there: the reservation is planned again
 // without it, keeping the gang's place in line (GangLedger::AdmitAvoidingLocked).
 TEST(WakeTest, AGangTheQueueStartedOnANodeItAvoidsIsPlannedAgainWhenItsPodAsks) {
-  t::ServiceFixture f(3, Options(absl::Milliseconds(5)));
+  t::ServiceFixture f(3, WakeOptions(absl::Milliseconds(5)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   std::vector<PodInfo> bound;  // as the API server lists them at the rebuild
@@ -236,7 +198,7 @@ TEST(WakeTest, AGangTheQueueStartedOnANodeItAvoidsIsPlannedAgainWhenItsPodAsks) 
 // annotation) is forgotten once nothing waits for it: its queue entry gone stale after its pod
 // was deleted. A new pod under the same name that avoids nothing may then be started anywhere.
 TEST(WakeTest, AGangOfOneResubmittedUnderTheSameNameDoesNotInheritWhatTheOldOneAvoided) {
-  t::ServiceFixture f(2, Options(absl::Milliseconds(5)));
+  t::ServiceFixture f(2, WakeOptions(absl::Milliseconds(5)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   ASSERT_NO_FATAL_FAILURE(ASoloWaitsAvoidingTheFreeNode(f));
@@ -266,11 +228,11 @@ TEST(WakeTest, AGangOfOneResubmittedUnderTheSameNameDoesNotInheritWhatTheOldOneA
 // say); after the expiry it asks again while n2 is full, and when n2 frees the timer's pass must
 // not start it there (its pods would not be offered n2, and it would be planned again in a loop).
 TEST(WakeTest, WhatAGangLearnedOfItsNodesOutlivesItsExpiredReservationWhileItsPodsWait) {
-  t::ServiceFixture f(3, Options(absl::Milliseconds(5)));
+  t::ServiceFixture f(3, WakeOptions(absl::Milliseconds(5)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
-  ASSERT_EQ(f.FilterOffered(Pod("g", 1), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  ASSERT_EQ(f.FilterOffered(WakePod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  ASSERT_EQ(f.FilterOffered(WakePod("g", 1), {f.names[0], f.names[1]}).node_names.size(), 1u);
   ASSERT_NO_FATAL_FAILURE(ExpireEveryReservation(f));
   for (int n : {1, 2}) {
     const Json job = t::MakePod(t::GangPod(absl::StrCat("job", n), 1, 0, 8));
@@ -278,7 +240,7 @@ TEST(WakeTest, WhatAGangLearnedOfItsNodesOutlivesItsExpiredReservationWhileItsPo
     auto bound = f.Bind(job, f.names[n]);
     ASSERT_EQ(bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   }
-  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[0]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("g", 0), {f.names[0]}).node_names.empty());
   f.ledger.PodDeleted(t::FinishedPod("job2-0", f.names[2], 8));
   absl::SleepFor(absl::Milliseconds(100));  // twenty passes
   EXPECT_TRUE(wakes.Get().empty()) << "started on n2, which its pods are not offered";
@@ -295,18 +257,18 @@ TEST(WakeTest, WhatAGangLearnedOfItsNodesOutlivesItsExpiredReservationWhileItsPo
 // g waits: a new g, starting at its own first filter, wakes nobody (before 2026-11-28's fix, a
 // stale record of the old pod made it wake every refused pod in the cluster).
 TEST(WakeTest, APodThatTookASlotIsNotLeftWaitingForALaterGangOfTheSameName) {
-  t::ServiceFixture f(4, Options(absl::ZeroDuration()));
+  t::ServiceFixture f(4, WakeOptions(absl::ZeroDuration()));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  ASSERT_EQ(f.FilterOffered(Pod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
-  ASSERT_EQ(f.FilterOffered(Pod("g", 1), {f.names[0], f.names[1]}).node_names.size(), 1u);
-  Json elsewhere = Pod("g", 0);
+  ASSERT_EQ(f.FilterOffered(WakePod("g", 0), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  ASSERT_EQ(f.FilterOffered(WakePod("g", 1), {f.names[0], f.names[1]}).node_names.size(), 1u);
+  Json elsewhere = WakePod("g", 0);
   elsewhere["spec"]["nodeName"] = f.names[3];
   elsewhere["status"]["phase"] = "Running";
   auto seen = ParsePod(elsewhere, "nvidia.com/gpu");
   ASSERT_TRUE(seen.ok()) << seen.status();
   f.ledger.ObservePod(*seen);  // bound outside topogang
-  ASSERT_EQ(f.FilterOffered(Pod("g", 1), f.names).node_names.size(), 1u);
+  ASSERT_EQ(f.FilterOffered(WakePod("g", 1), f.names).node_names.size(), 1u);
   f.ledger.PodDeleted(t::FinishedPod("g-0", f.names[3], 8));
   f.ledger.PodDeleted(t::FinishedPod("g-1", "", 8));
   ASSERT_EQ(f.UsedGpus(), 0);
@@ -317,28 +279,28 @@ TEST(WakeTest, APodThatTookASlotIsNotLeftWaitingForALaterGangOfTheSameName) {
 }
 
 TEST(WakeTest, AGangStartedByItsOwnFilterIsNotWoken) {
-  t::ServiceFixture f(2, Options(absl::ZeroDuration()));
+  t::ServiceFixture f(2, WakeOptions(absl::ZeroDuration()));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
-  EXPECT_EQ(f.FilterOffered(Pod("g", 1), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(WakePod("g", 0), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(WakePod("g", 1), f.names).node_names.size(), 1u);
   EXPECT_TRUE(wakes.Get().empty());
 }
 
 TEST(WakeTest, TheQueueRunsByItselfAndWakesWhatItStarts) {
-  t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
+  t::ServiceFixture f(2, WakeOptions(absl::Milliseconds(20)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   ASSERT_NO_FATAL_FAILURE(StartedByTheTimer(f, wakes));
   EXPECT_EQ(wakes.Get()[0].first, "default/g");
   EXPECT_EQ(t::ReservedNodes(f, "default/g").size(), 2u);
-  EXPECT_EQ(f.FilterOffered(Pod("g", 0), f.names).node_names.size(), 1u);
+  EXPECT_EQ(f.FilterOffered(WakePod("g", 0), f.names).node_names.size(), 1u);
 }
 
 TEST(WakeTest, AGangStartedByTheQueueWhosePodsAreThenDeletedGivesItsGpusBackAtOnce) {
   // The churn test: a gang cancelled right after the queue started it held its GPUs for the
   // reservation's TTL (30 s by default), keeping the next gang out.
-  t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
+  t::ServiceFixture f(2, WakeOptions(absl::Milliseconds(20)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   ASSERT_NO_FATAL_FAILURE(StartedByTheTimer(f, wakes));
@@ -353,12 +315,12 @@ TEST(WakeTest, AGangStartedByTheQueueWhosePodsAreThenDeletedGivesItsGpusBackAtOn
 
 TEST(WakeTest, AnExpiredReservationStartsTheWaitingGangAtOnce) {
   // The timer is an hour: only the expiry runs the queue.
-  t::ServiceFixture f(2, Options(absl::Hours(1)));
+  t::ServiceFixture f(2, WakeOptions(absl::Hours(1)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
   // `first` reserves both nodes, and its second member never comes (a controller that failed).
-  EXPECT_EQ(f.FilterOffered(Pod("first", 0), f.names).node_names.size(), 1u);
-  EXPECT_TRUE(f.FilterOffered(Pod("second", 0), f.names).node_names.empty());
+  EXPECT_EQ(f.FilterOffered(WakePod("first", 0), f.names).node_names.size(), 1u);
+  EXPECT_TRUE(f.FilterOffered(WakePod("second", 0), f.names).node_names.empty());
   ASSERT_TRUE(wakes.Get().empty());
   f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
                   absl::Seconds(1));
@@ -371,9 +333,9 @@ TEST(WakeTest, AnExpiredReservationStartsTheWaitingGangAtOnce) {
 TEST(WakeTest, WithoutAWakerTheQueueStillStartsTheGang) {
   // Standalone mode has no API server to write to: the gang is started, and its pods find their
   // slots when kube-scheduler next asks.
-  t::ServiceFixture f(2, Options(absl::Milliseconds(20)));
+  t::ServiceFixture f(2, WakeOptions(absl::Milliseconds(20)));
   BindJob(f);
-  EXPECT_TRUE(f.FilterOffered(Pod("g", 0), {f.names[1]}).node_names.empty());
+  EXPECT_TRUE(f.FilterOffered(WakePod("g", 0), {f.names[1]}).node_names.empty());
   f.ledger.PodDeleted(t::FinishedPod("job-0", f.names[0]));
   bool started = false;
   for (absl::Time end = absl::Now() + absl::Seconds(10); !started && absl::Now() < end;) {
@@ -381,92 +343,6 @@ TEST(WakeTest, WithoutAWakerTheQueueStillStartsTheGang) {
     absl::SleepFor(absl::Milliseconds(5));
   }
   EXPECT_TRUE(started);
-}
-
-// A running gang lost a member, and its replacement was refused for lack of room: the only
-// free nodes were reserved for a gang whose other member never came. When that reservation
-// expires the GPUs are free, but kube-scheduler never saw them taken, so no event brings the
-// replacement back (it would wait for its 5-minute flush), and it is not in the queue, so the
-// queue's pass wakes nothing. The expiry wakes it through a node it freed.
-TEST(WakeTest, AnExpiryWakesAReplacementRefusedForLackOfRoom) {
-  t::ServiceFixture f(4, Options(absl::Milliseconds(20)));
-  Wakes wakes;
-  f.ledger.SetWaker(wakes.Fn());
-  // Gang r runs on two nodes, a and b; c and d are the others.
-  const std::string a = f.FilterOne(Pod("r", 0)), b = f.FilterOne(Pod("r", 1));
-  ASSERT_NE(a, b);
-  std::vector<std::string> rest;
-  for (const std::string& n : f.names) {
-    if (n != a && n != b) rest.push_back(n);
-  }
-  auto bound_a = f.Bind(Pod("r", 0), a), bound_b = f.Bind(Pod("r", 1), b);
-  ASSERT_EQ(bound_a.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  ASSERT_EQ(bound_b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  // Gang ghost (2 x 8) is reserved on c and d; its second pod never comes.
-  ASSERT_FALSE(f.FilterOffered(Pod("ghost", 0), rest).node_names.empty());
-  // r's member on b fails and a one-node job takes b.
-  f.ledger.PodDeleted(t::FinishedPod("r-1", b));
-  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
-  ASSERT_EQ(f.FilterOffered(job, {b}).node_names, std::vector<std::string>{b});
-  auto job_bound = f.Bind(job, b);
-  ASSERT_EQ(job_bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  // The replacement is refused: nowhere to go until ghost's reservation expires.
-  t::PodOpts repl = t::GangPod("r", 2, 1, 8);
-  repl.name = "r-1-r";
-  EXPECT_TRUE(f.FilterOffered(t::MakePod(repl), rest).node_names.empty());
-  ASSERT_TRUE(wakes.Get().empty());
-  ExpireEveryReservation(f);
-  ASSERT_TRUE(wakes.Wait()) << "nothing woke the replacement";
-  const auto got = wakes.Get();
-  EXPECT_EQ(got.front().first, "default/r");
-  EXPECT_TRUE(got.front().second == rest[0] || got.front().second == rest[1]) << got.front().second;
-  // Woken, it asks again and gets a node the expiry freed.
-  const auto r = f.FilterOffered(t::MakePod(repl), rest);
-  ASSERT_EQ(r.node_names.size(), 1u) << r.error;
-}
-
-// The same with the room held by another running gang's replacement member instead of a fresh
-// gang: its slot (a "fill") is reserved when the replacement is filtered, and released when the
-// replacement does not reach bind within the TTL. That release is as invisible to kube-scheduler
-// as an expiry, and is not a reservation expiring in the core.
-TEST(WakeTest, AnExpiredFillWakesAReplacementRefusedForLackOfRoom) {
-  t::ServiceFixture f(4, Options(absl::Milliseconds(20)));
-  Wakes wakes;
-  f.ledger.SetWaker(wakes.Fn());
-  // Gangs r and s (2 x 8 each) run on the four nodes.
-  std::map<std::string, std::string> at;  // pod -> node
-  for (const std::string g : {"r", "s"}) {
-    for (int i = 0; i < 2; ++i) at[absl::StrCat(g, "-", i)] = f.FilterOne(Pod(g, i));
-    ASSERT_NE(at[g + "-0"], at[g + "-1"]);
-    auto b0 = f.Bind(Pod(g, 0), at[g + "-0"]), b1 = f.Bind(Pod(g, 1), at[g + "-1"]);
-    ASSERT_EQ(b0.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-    ASSERT_EQ(b1.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-    ASSERT_EQ(b0.get() + b1.get(), "") << g << " did not bind";
-  }
-  // s loses a member; its replacement is given the freed node (a fill) but never binds.
-  const std::string d = at["s-1"];
-  f.ledger.PodDeleted(t::FinishedPod("s-1", d));
-  t::PodOpts s_repl = t::GangPod("s", 2, 1, 8);
-  s_repl.name = "s-1-r";
-  ASSERT_EQ(f.FilterOffered(t::MakePod(s_repl), {d}).node_names, std::vector<std::string>{d});
-  // r loses a member and a one-node job takes its node: r's replacement has nowhere to go.
-  const std::string b = at["r-1"];
-  f.ledger.PodDeleted(t::FinishedPod("r-1", b));
-  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
-  ASSERT_EQ(f.FilterOffered(job, {b}).node_names, std::vector<std::string>{b});
-  auto job_bound = f.Bind(job, b);
-  ASSERT_EQ(job_bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  t::PodOpts r_repl = t::GangPod("r", 2, 1, 8);
-  r_repl.name = "r-1-r";
-  EXPECT_TRUE(f.FilterOffered(t::MakePod(r_repl), {d}).node_names.empty());
-  ASSERT_TRUE(wakes.Get().empty());
-  // s's replacement does not come within the TTL: its fill is released, and r's is woken there.
-  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
-                  absl::Seconds(1));
-  ASSERT_TRUE(wakes.Wait()) << "nothing woke the replacement";
-  EXPECT_EQ(wakes.Get().front(), std::make_pair(std::string("default/r"), d));
-  const auto r = f.FilterOffered(t::MakePod(r_repl), {d});
-  ASSERT_EQ(r.node_names, std::vector<std::string>{d}) << r.error;
 }
 
 }  // namespace
