@@ -72,20 +72,22 @@ absl::Status Emulator::Start() {
   if (options_.watch_lag > absl::ZeroDuration()) {
     lagged_ = std::make_unique<LaggedDelivery>(clock_.ToReal(options_.watch_lag));
   }
-  node_informer_ = std::make_unique<Informer>(
-      options_.api_server_url, "/api/v1/nodes",
-      Informer::Handlers{
-          [this](const Json& o) { Deliver([this, o] { OnNodeAdd(o); }); },
-          [this](const Json& a, const Json& b) { Deliver([this, a, b] { OnNodeUpdate(a, b); }); },
-          [this](const Json& o) { Deliver([this, o] { OnNodeDelete(o); }); }},
-      nullptr, retry);
+  // Without a lag the callbacks run on the informers' threads, as before (no copies).
+  Informer::Handlers nodes{[this](const Json& o) { OnNodeAdd(o); },
+                           [this](const Json& a, const Json& b) { OnNodeUpdate(a, b); },
+                           [this](const Json& o) { OnNodeDelete(o); }};
+  Informer::Handlers pods{[this](const Json& o) { OnPodAdd(o); },
+                          [this](const Json& a, const Json& b) { OnPodUpdate(a, b); },
+                          [this](const Json& o) { OnPodDelete(o); }};
+  if (lagged_) {
+    nodes = Lagged(std::move(nodes));
+    pods = Lagged(std::move(pods));
+  }
+  node_informer_ = std::make_unique<Informer>(options_.api_server_url, "/api/v1/nodes",
+                                              std::move(nodes), nullptr, retry);
   // newPodInformer: status.phase!=Succeeded,status.phase!=Failed.
   pod_informer_ = std::make_unique<Informer>(
-      options_.api_server_url, "/api/v1/pods",
-      Informer::Handlers{
-          [this](const Json& o) { Deliver([this, o] { OnPodAdd(o); }); },
-          [this](const Json& a, const Json& b) { Deliver([this, a, b] { OnPodUpdate(a, b); }); },
-          [this](const Json& o) { Deliver([this, o] { OnPodDelete(o); }); }},
+      options_.api_server_url, "/api/v1/pods", std::move(pods),
       [](const Json& pod) { return !Terminal(pod); }, retry);
   node_informer_->Start();
   pod_informer_->Start();
@@ -101,7 +103,11 @@ absl::Status Emulator::Start() {
   }
   // cmd/kube-scheduler/app/server.go (startInformersAndWaitForSync): no cycle before the first
   // lists are in the cache.
-  if (lagged_) lagged_->Drain();
+  if (lagged_ && !lagged_->Drain(std::max(deadline - absl::Now(),
+                                          clock_.ToReal(options_.watch_lag) + absl::Seconds(1)))) {
+    Stop();
+    return absl::DeadlineExceededError("the first lists did not reach the cache in time");
+  }
   scheduler_thread_ = std::thread([this] { SchedulingLoop(); });
   flush_thread_ = std::thread([this] { FlushLoop(); });
   return absl::OkStatus();
@@ -130,12 +136,11 @@ void Emulator::Stop() {
 
 void Emulator::Changed() { changed_.notify_all(); }
 
-void Emulator::Deliver(std::function<void()> fn) {
-  if (lagged_) {
-    lagged_->Post(std::move(fn));
-  } else {
-    fn();
-  }
+Informer::Handlers Emulator::Lagged(Informer::Handlers h) {
+  LaggedDelivery* d = lagged_.get();
+  return {[d, f = h.on_add](const Json& o) { d->Post([f, o] { f(o); }); },
+          [d, f = h.on_update](const Json& a, const Json& b) { d->Post([f, a, b] { f(a, b); }); },
+          [d, f = h.on_delete](const Json& o) { d->Post([f, o] { f(o); }); }};
 }
 
 void Emulator::SleepReal(absl::Duration d) {

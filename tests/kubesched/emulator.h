@@ -184,8 +184,8 @@ class Emulator {
   std::unique_ptr<ApiBinder> api_binder_;
   std::unique_ptr<Informer> node_informer_, pod_informer_;
   std::unique_ptr<LaggedDelivery> lagged_;  // with watch_lag: runs the informers' callbacks
-  // Runs an informer callback now, or through lagged_.
-  void Deliver(std::function<void()> fn);
+  // The same callbacks, each run through lagged_.
+  Informer::Handlers Lagged(Informer::Handlers h);
 
   mutable std::mutex mu_;
   std::condition_variable changed_;

@@ -196,7 +196,7 @@ TEST_F(EmulatorTest, AWatchLagDelaysWhatTheCacheSeesButNotTheFirstList) {
   api_.PutNode(topogang::testing::MakeNode("n1", 8, {}));
   api_.PutPod(GpuPod("late", 1, R"({"nodeSelector": {"kubernetes.io/hostname": "n1"}})"));
   ASSERT_TRUE(emu_->WaitForBound("default/late"));
-  EXPECT_EQ(BoundNode("late"), "n1");  // the node, posted first, was there when the pod came
+  EXPECT_EQ(BoundNode("late"), "n1");
   EXPECT_GE(absl::Now() - created, absl::Milliseconds(250)) << "the pod was seen without lag";
 }
 

@@ -12,12 +12,15 @@ void LaggedDelivery::Post(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
   queue_.emplace_back(absl::Now() + lag_, std::move(fn));
+  ++posted_;
   cv_.notify_all();
 }
 
-void LaggedDelivery::Drain() {
+bool LaggedDelivery::Drain(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return stopping_ || (queue_.empty() && !running_one_); });
+  const uint64_t target = posted_;
+  return cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                      [&] { return stopping_ || done_ >= target; });
 }
 
 void LaggedDelivery::Stop() {
@@ -42,11 +45,10 @@ void LaggedDelivery::Run() {
     }
     std::function<void()> fn = std::move(queue_.front().second);
     queue_.pop_front();
-    running_one_ = true;
     lock.unlock();
     fn();
     lock.lock();
-    running_one_ = false;
+    ++done_;
     cv_.notify_all();
   }
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -26,8 +27,9 @@ class LaggedDelivery {
   LaggedDelivery& operator=(const LaggedDelivery&) = delete;
 
   void Post(std::function<void()> fn);
-  // Blocks until everything posted so far has run (or Stop).
-  void Drain();
+  // Blocks until everything posted before the call has run (later posts do not hold it up), or
+  // Stop, or `timeout` (real time) passes. False on a timeout.
+  bool Drain(absl::Duration timeout);
   // Drops what has not run yet and joins the thread; no callback runs after it returns.
   void Stop();
 
@@ -38,7 +40,8 @@ class LaggedDelivery {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<absl::Time, std::function<void()>>> queue_;
-  bool running_one_ = false, stopping_ = false;
+  bool stopping_ = false;
+  uint64_t posted_ = 0, done_ = 0;  // callbacks posted and run so far
   std::thread thread_;
 };
 
