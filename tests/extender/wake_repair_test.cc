@@ -24,6 +24,41 @@ using testing::WakeOptions;
 using testing::WakePod;
 using testing::Wakes;
 
+// The gangs (2 x 8 each) filtered and bound; returns pod -> node.
+std::map<std::string, std::string> RunGangs(t::ServiceFixture& f,
+                                            const std::vector<std::string>& gangs) {
+  std::map<std::string, std::string> at;
+  for (const std::string& g : gangs) {
+    for (int i = 0; i < 2; ++i) at[absl::StrCat(g, "-", i)] = f.FilterOne(WakePod(g, i));
+    EXPECT_NE(at[g + "-0"], at[g + "-1"]);
+    auto b0 = f.Bind(WakePod(g, 0), at[g + "-0"]), b1 = f.Bind(WakePod(g, 1), at[g + "-1"]);
+    EXPECT_EQ(b0.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_EQ(b1.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+    EXPECT_EQ(b0.get() + b1.get(), "") << g << " did not bind";
+  }
+  return at;
+}
+
+// The controller's replacement for member 1 of gang g.
+Json Replacement(const std::string& g) {
+  t::PodOpts o = t::GangPod(g, 2, 1, 8);
+  o.name = g + "-1-r";
+  return t::MakePod(o);
+}
+
+// Member 1 of gang g fails on `node`, and a one-node job takes the node at once.
+void LoseNodeToAJob(t::ServiceFixture& f, const std::string& g, const std::string& node) {
+  f.ledger.PodDeleted(t::FinishedPod(g + "-1", node));
+  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
+  ASSERT_EQ(f.FilterOffered(job, {node}).node_names, std::vector<std::string>{node});
+  ASSERT_EQ(f.Bind(job, node).wait_for(std::chrono::seconds(20)), std::future_status::ready);
+}
+
+void PastTheTtl(t::ServiceFixture& f) {
+  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
+                  absl::Seconds(1));
+}
+
 // A running gang lost a member, and its replacement was refused for lack of room: the only
 // free nodes were reserved for a gang whose other member never came. When that reservation
 // expires the GPUs are free, but kube-scheduler never saw them taken, so no event brings the
@@ -33,28 +68,19 @@ TEST(WakeTest, AnExpiryWakesAReplacementRefusedForLackOfRoom) {
   t::ServiceFixture f(4, WakeOptions(absl::Milliseconds(20)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  // Gang r runs on two nodes, a and b; c and d are the others.
-  const std::string a = f.FilterOne(WakePod("r", 0)), b = f.FilterOne(WakePod("r", 1));
-  ASSERT_NE(a, b);
+  // Gang r runs on two nodes; the two others are `rest`.
+  std::map<std::string, std::string> at = RunGangs(f, {"r"});
+  ASSERT_FALSE(HasFailure());
   std::vector<std::string> rest;
   for (const std::string& n : f.names) {
-    if (n != a && n != b) rest.push_back(n);
+    if (n != at["r-0"] && n != at["r-1"]) rest.push_back(n);
   }
-  auto bound_a = f.Bind(WakePod("r", 0), a), bound_b = f.Bind(WakePod("r", 1), b);
-  ASSERT_EQ(bound_a.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  ASSERT_EQ(bound_b.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  // Gang ghost (2 x 8) is reserved on c and d; its second pod never comes.
+  // Gang ghost (2 x 8) is reserved on the rest; its second pod never comes.
   ASSERT_FALSE(f.FilterOffered(WakePod("ghost", 0), rest).node_names.empty());
-  // r's member on b fails and a one-node job takes b.
-  f.ledger.PodDeleted(t::FinishedPod("r-1", b));
-  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
-  ASSERT_EQ(f.FilterOffered(job, {b}).node_names, std::vector<std::string>{b});
-  auto job_bound = f.Bind(job, b);
-  ASSERT_EQ(job_bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  // The replacement is refused: nowhere to go until ghost's reservation expires.
-  t::PodOpts repl = t::GangPod("r", 2, 1, 8);
-  repl.name = "r-1-r";
-  EXPECT_TRUE(f.FilterOffered(t::MakePod(repl), rest).node_names.empty());
+  // r's member fails and a one-node job takes its node: the replacement is refused, nowhere to
+  // go until ghost's reservation expires.
+  ASSERT_NO_FATAL_FAILURE(LoseNodeToAJob(f, "r", at["r-1"]));
+  EXPECT_TRUE(f.FilterOffered(Replacement("r"), rest).node_names.empty());
   ASSERT_TRUE(wakes.Get().empty());
   ExpireEveryReservation(f);
   ASSERT_TRUE(wakes.Wait()) << "nothing woke the replacement";
@@ -62,7 +88,7 @@ TEST(WakeTest, AnExpiryWakesAReplacementRefusedForLackOfRoom) {
   EXPECT_EQ(got.front().first, "default/r");
   EXPECT_TRUE(got.front().second == rest[0] || got.front().second == rest[1]) << got.front().second;
   // Woken, it asks again and gets a node the expiry freed.
-  const auto r = f.FilterOffered(t::MakePod(repl), rest);
+  const auto r = f.FilterOffered(Replacement("r"), rest);
   ASSERT_EQ(r.node_names.size(), 1u) << r.error;
 }
 
@@ -74,39 +100,21 @@ TEST(WakeTest, AnExpiredFillWakesAReplacementRefusedForLackOfRoom) {
   t::ServiceFixture f(4, WakeOptions(absl::Milliseconds(20)));
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  // Gangs r and s (2 x 8 each) run on the four nodes.
-  std::map<std::string, std::string> at;  // pod -> node
-  for (const std::string g : {"r", "s"}) {
-    for (int i = 0; i < 2; ++i) at[absl::StrCat(g, "-", i)] = f.FilterOne(WakePod(g, i));
-    ASSERT_NE(at[g + "-0"], at[g + "-1"]);
-    auto b0 = f.Bind(WakePod(g, 0), at[g + "-0"]), b1 = f.Bind(WakePod(g, 1), at[g + "-1"]);
-    ASSERT_EQ(b0.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-    ASSERT_EQ(b1.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-    ASSERT_EQ(b0.get() + b1.get(), "") << g << " did not bind";
-  }
+  std::map<std::string, std::string> at = RunGangs(f, {"r", "s"});
+  ASSERT_FALSE(HasFailure());
   // s loses a member; its replacement is given the freed node (a fill) but never binds.
   const std::string d = at["s-1"];
   f.ledger.PodDeleted(t::FinishedPod("s-1", d));
-  t::PodOpts s_repl = t::GangPod("s", 2, 1, 8);
-  s_repl.name = "s-1-r";
-  ASSERT_EQ(f.FilterOffered(t::MakePod(s_repl), {d}).node_names, std::vector<std::string>{d});
-  // r loses a member and a one-node job takes its node: r's replacement has nowhere to go.
-  const std::string b = at["r-1"];
-  f.ledger.PodDeleted(t::FinishedPod("r-1", b));
-  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
-  ASSERT_EQ(f.FilterOffered(job, {b}).node_names, std::vector<std::string>{b});
-  auto job_bound = f.Bind(job, b);
-  ASSERT_EQ(job_bound.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  t::PodOpts r_repl = t::GangPod("r", 2, 1, 8);
-  r_repl.name = "r-1-r";
-  EXPECT_TRUE(f.FilterOffered(t::MakePod(r_repl), {d}).node_names.empty());
+  ASSERT_EQ(f.FilterOffered(Replacement("s"), {d}).node_names, std::vector<std::string>{d});
+  // r loses its node to a job: its replacement has nowhere to go.
+  ASSERT_NO_FATAL_FAILURE(LoseNodeToAJob(f, "r", at["r-1"]));
+  EXPECT_TRUE(f.FilterOffered(Replacement("r"), {d}).node_names.empty());
   ASSERT_TRUE(wakes.Get().empty());
   // s's replacement does not come within the TTL: its fill is released, and r's is woken there.
-  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
-                  absl::Seconds(1));
+  PastTheTtl(f);
   ASSERT_TRUE(wakes.Wait()) << "nothing woke the replacement";
   EXPECT_EQ(wakes.Get().front(), std::make_pair(std::string("default/r"), d));
-  const auto r = f.FilterOffered(t::MakePod(r_repl), {d});
+  const auto r = f.FilterOffered(Replacement("r"), {d});
   ASSERT_EQ(r.node_names, std::vector<std::string>{d}) << r.error;
 }
 
@@ -119,43 +127,25 @@ TEST(WakeTest, AFillReleasedByAnotherGangsFilterWakesAReplacementRefusedForLackO
   t::ServiceFixture f(6, o);
   Wakes wakes;
   f.ledger.SetWaker(wakes.Fn());
-  // Gangs r, s and u (2 x 8 each) run on the six nodes.
-  std::map<std::string, std::string> at;  // pod -> node
-  for (const std::string g : {"r", "s", "u"}) {
-    for (int i = 0; i < 2; ++i) at[absl::StrCat(g, "-", i)] = f.FilterOne(WakePod(g, i));
-    ASSERT_NE(at[g + "-0"], at[g + "-1"]);
-    auto b0 = f.Bind(WakePod(g, 0), at[g + "-0"]), b1 = f.Bind(WakePod(g, 1), at[g + "-1"]);
-    ASSERT_EQ(b0.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-    ASSERT_EQ(b1.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-    ASSERT_EQ(b0.get() + b1.get(), "") << g << " did not bind";
-  }
+  std::map<std::string, std::string> at = RunGangs(f, {"r", "s", "u"});
+  ASSERT_FALSE(HasFailure());
   // s and u each lose a member; their replacements are given the freed nodes (fills).
-  auto replacement = [](const std::string& g) {
-    t::PodOpts o = t::GangPod(g, 2, 1, 8);
-    o.name = g + "-1-r";
-    return t::MakePod(o);
-  };
-  for (const std::string g : {"s", "u"}) {
-    const std::string node = at[g + "-1"];
-    f.ledger.PodDeleted(t::FinishedPod(g + "-1", node));
-    ASSERT_EQ(f.FilterOffered(replacement(g), {node}).node_names, std::vector<std::string>{node});
+  const std::string d = at["s-1"], e = at["u-1"];
+  for (const auto& [g, node] : {std::pair{"s", d}, std::pair{"u", e}}) {
+    f.ledger.PodDeleted(t::FinishedPod(std::string(g) + "-1", node));
+    ASSERT_EQ(f.FilterOffered(Replacement(g), {node}).node_names, std::vector<std::string>{node});
   }
-  // r loses a member and a one-node job takes its node: r's replacement has nowhere to go.
-  const std::string b = at["r-1"], d = at["s-1"], fnode = at["u-1"];
-  f.ledger.PodDeleted(t::FinishedPod("r-1", b));
-  const Json job = t::MakePod(t::GangPod("job", 1, 0, 8));
-  ASSERT_EQ(f.FilterOffered(job, {b}).node_names, std::vector<std::string>{b});
-  ASSERT_EQ(f.Bind(job, b).wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  EXPECT_TRUE(f.FilterOffered(replacement("r"), {d, fnode}).node_names.empty());
+  // r loses its node to a job: its replacement has nowhere to go.
+  ASSERT_NO_FATAL_FAILURE(LoseNodeToAJob(f, "r", at["r-1"]));
+  EXPECT_TRUE(f.FilterOffered(Replacement("r"), {d, e}).node_names.empty());
   ASSERT_TRUE(wakes.Get().empty());
   // Past the TTL, u's replacement asks again at once: its filter releases both fills and takes
   // its own node back, so only s's node is left freed when the sweep comes.
-  f.clock.Advance(f.state.With([](GangScheduler& s) { return s.options().reservation_ttl; }) +
-                  absl::Seconds(1));
-  ASSERT_EQ(f.FilterOffered(replacement("u"), {fnode}).node_names, std::vector<std::string>{fnode});
+  PastTheTtl(f);
+  ASSERT_EQ(f.FilterOffered(Replacement("u"), {e}).node_names, std::vector<std::string>{e});
   ASSERT_TRUE(wakes.Wait()) << "nothing woke the replacement";
   EXPECT_EQ(wakes.Get().front(), std::make_pair(std::string("default/r"), d));
-  const auto r = f.FilterOffered(replacement("r"), {d});
+  const auto r = f.FilterOffered(Replacement("r"), {d});
   ASSERT_EQ(r.node_names, std::vector<std::string>{d}) << r.error;
 }
 
