@@ -517,6 +517,23 @@ TEST(KubeSyncTest, NodeBurstsAreFoldedIntoOneRebuildAndDeletionsActAtOnce) {
   EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
+// topogangd names itself to the API server (User-Agent "topogangd/<version> ..."), so the fake
+// API server can lag its watch alone (FakeApiServer::SetWatchLag): a deleted pod's GPUs stay
+// taken in topogangd's model for the lag, then free; its first list is not delayed.
+TEST(KubeSyncTest, TopogangdsWatchAloneIsLaggedByItsUserAgent) {
+  FakeApiServer api;
+  AddNodes(api, 2);
+  api.PutPod(BoundPod("running-0", "gpu-node-000", 8));
+  api.SetWatchLag("topogangd/", absl::Milliseconds(300));
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));  // the list: not lagged
+  EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 0; }));
+  api.DeletePod("default", "running-0");
+  const absl::Time deleted = absl::Now();
+  ASSERT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 8; }));
+  EXPECT_GE(absl::Now() - deleted, absl::Milliseconds(300)) << "topogangd's watch was not lagged";
+}
+
 TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
   FakeApiServer api;
   AddNodes(api, 4);

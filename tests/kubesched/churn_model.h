@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_split.h"
@@ -46,13 +47,16 @@ inline int Steps() {
   return env ? std::atoi(env) : 160;
 }
 
-// kube-scheduler's watch trailing topogangd's (EmulatorOptions::watch_lag), in virtual
-// milliseconds: TOPOGANG_CHURN_WATCH_LAGS_MS (comma-separated, default "0,2000").
-inline std::vector<int> WatchLagsMs() {
+// (kube-scheduler's, topogangd's) watch lag behind the API server in cluster milliseconds:
+// TOPOGANG_CHURN_WATCH_LAGS_MS, comma-separated "S/D" pairs (default "0/0,2000/0,0/2000"); a bare
+// "S" is "S/0".
+inline std::vector<std::pair<int, int>> WatchLagsMs() {
   const char* env = std::getenv("TOPOGANG_CHURN_WATCH_LAGS_MS");
-  std::vector<int> out;
-  for (absl::string_view s : absl::StrSplit(env ? env : "0,2000", ',', absl::SkipEmpty())) {
-    out.push_back(std::atoi(std::string(s).c_str()));
+  std::vector<std::pair<int, int>> out;
+  for (absl::string_view p :
+       absl::StrSplit(env ? env : "0/0,2000/0,0/2000", ',', absl::SkipEmpty())) {
+    std::vector<std::string> two = absl::StrSplit(p, '/');
+    out.emplace_back(std::atoi(two[0].c_str()), two.size() > 1 ? std::atoi(two[1].c_str()) : 0);
   }
   return out;
 }

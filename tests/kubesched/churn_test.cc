@@ -19,10 +19,11 @@
 // every GPU free in its model.
 //
 // Seeds: TOPOGANG_CHURN_SEEDS (comma-separated, default "1,2"); steps per seed:
-// TOPOGANG_CHURN_STEPS (default 160); each seed runs once per watch lag of kube-scheduler behind
-// topogangd, TOPOGANG_CHURN_WATCH_LAGS_MS (virtual ms, default "0,2000": a lagging cache filters
-// pods deleted seconds ago and offers nodes freed seconds ago as full). A failure prints the seed
-// and the step log.
+// TOPOGANG_CHURN_STEPS (default 160); each seed runs once per pair of watch lags, kube-scheduler's
+// and topogangd's behind the API server, TOPOGANG_CHURN_WATCH_LAGS_MS (cluster ms, "S/D" pairs,
+// default "0/0,2000/0,0/2000"): kube-scheduler lagging filters pods deleted seconds ago and
+// offers nodes freed seconds ago as full; topogangd lagging is asked about pods it has not seen
+// and refuses room that kube-scheduler has seen freed. A failure prints the seed and the step log.
 #include <cpprest/http_client.h>
 #include <gtest/gtest.h>
 
@@ -71,14 +72,23 @@ using churn::NodeSpec;
 using churn::Seeds;
 using churn::Steps;
 
-// (seed, kube-scheduler's watch lag in virtual ms)
-class ChurnEndToEnd : public churn::ChurnCluster,
-                      public ::testing::WithParamInterface<std::tuple<uint64_t, int>> {
+// (seed, (kube-scheduler's watch lag, topogangd's watch lag) in cluster ms)
+class ChurnEndToEnd
+    : public churn::ChurnCluster,
+      public ::testing::WithParamInterface<std::tuple<uint64_t, std::pair<int, int>>> {
  protected:
   uint64_t Seed() const { return std::get<0>(GetParam()); }
+  std::string Lags() const {
+    return absl::StrCat(std::get<1>(GetParam()).first, "-", std::get<1>(GetParam()).second);
+  }
   void SetUp() override {
     MakeCluster();
-    const absl::Duration lag = absl::Milliseconds(std::get<1>(GetParam()));
+    const auto [scheduler_ms, daemon_ms] = std::get<1>(GetParam());
+    // topogangd runs in real time with its durations divided by kTimeScale; so does its lag.
+    if (daemon_ms > 0) {
+      api.SetWatchLag("topogangd/", absl::Milliseconds(daemon_ms) / testing::kTimeScale);
+    }
+    const absl::Duration lag = absl::Milliseconds(scheduler_ms);
     StartAll("", [lag](EmulatorOptions& o) { o.watch_lag = lag; });
   }
   void TearDown() override {
@@ -86,8 +96,7 @@ class ChurnEndToEnd : public churn::ChurnCluster,
     if (HasFailure() || std::getenv("TOPOGANG_CHURN_VERBOSE")) {
       std::cerr << "seed " << Seed() << ", steps:\n" << absl::StrJoin(log_, "\n") << "\n";
       if (const char* dir = std::getenv("TOPOGANG_CHURN_LOG_DIR")) {
-        std::ofstream(
-            absl::StrCat(dir, "/topogangd-", Seed(), "-", std::get<1>(GetParam()), ".log"))
+        std::ofstream(absl::StrCat(dir, "/topogangd-", Seed(), "-", Lags(), ".log"))
             << topogangd.Log();
       }
     }
@@ -436,7 +445,8 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
             << absl::FormatDuration(drained - churned) << " (longest without a start "
             << absl::FormatDuration(longest_stall_) << "); " << wakes
             << " gangs started by the queue while their pods waited, woken; kube-scheduler "
-            << "(watch lag " << absl::FormatDuration(emu->options().watch_lag)
+            << "(watch lag " << absl::FormatDuration(emu->options().watch_lag) << ", topogangd's "
+            << std::get<1>(GetParam()).second << " ms"
             << "): " << emu->counters().filter_errors << " filter errors, "
             << emu->counters().bind_failures << " failed binds\n";
   if (std::getenv("TOPOGANG_CHURN_VERBOSE")) {

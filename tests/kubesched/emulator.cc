@@ -70,7 +70,8 @@ absl::Status Emulator::Start() {
   }
   const absl::Duration retry = std::max(clock_.ToReal(absl::Seconds(1)), absl::Milliseconds(5));
   if (options_.watch_lag > absl::ZeroDuration()) {
-    lagged_ = std::make_unique<LaggedDelivery>(clock_.ToReal(options_.watch_lag));
+    lagged_ =
+        std::make_unique<topogang::testing::LaggedDelivery>(clock_.ToReal(options_.watch_lag));
   }
   // Without a lag the callbacks run on the informers' threads, as before (no copies).
   Informer::Handlers nodes{[this](const Json& o) { OnNodeAdd(o); },
@@ -137,7 +138,7 @@ void Emulator::Stop() {
 void Emulator::Changed() { changed_.notify_all(); }
 
 Informer::Handlers Emulator::Lagged(Informer::Handlers h) {
-  LaggedDelivery* d = lagged_.get();
+  topogang::testing::LaggedDelivery* d = lagged_.get();
   return {[d, f = h.on_add](const Json& o) { d->Post([f, o] { f(o); }); },
           [d, f = h.on_update](const Json& a, const Json& b) { d->Post([f, a, b] { f(a, b); }); },
           [d, f = h.on_delete](const Json& o) { d->Post([f, o] { f(o); }); }};

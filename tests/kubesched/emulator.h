@@ -41,9 +41,9 @@
 #include "tests/kubesched/clock.h"
 #include "tests/kubesched/extender_client.h"
 #include "tests/kubesched/informer.h"
-#include "tests/kubesched/lagged_delivery.h"
 #include "tests/kubesched/scheduler_cache.h"
 #include "tests/kubesched/scheduling_queue.h"
+#include "tests/support/lagged_delivery.h"
 
 namespace topogang::kubesched {
 
@@ -183,7 +183,8 @@ class Emulator {
   std::set<std::string> ignored_resources_;
   std::unique_ptr<ApiBinder> api_binder_;
   std::unique_ptr<Informer> node_informer_, pod_informer_;
-  std::unique_ptr<LaggedDelivery> lagged_;  // with watch_lag: runs the informers' callbacks
+  std::unique_ptr<topogang::testing::LaggedDelivery>
+      lagged_;  // with watch_lag: runs the informers' callbacks
   // The same callbacks, each run through lagged_.
   Informer::Handlers Lagged(Informer::Handlers h);
 

@@ -5,6 +5,7 @@
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -20,10 +21,14 @@ using web::http::methods;
 using web::http::status_codes;
 using web::http::experimental::listener::http_listener;
 
-struct FakeApiServer::Watch {
+struct FakeApiServer::Watch : std::enable_shared_from_this<FakeApiServer::Watch> {
   std::string kind;
   concurrency::streams::producer_consumer_buffer<uint8_t> buf;
   bool closed = false;
+  // SetWatchLag: the stream's writes and its close go through `lag`, in order. `closing` is set
+  // at once, under the server's lock, so nothing is written after a close that is still due.
+  LaggedDelivery* lag = nullptr;
+  bool closing = false;
 
   // Called under the server's lock, so nothing here may wait: the stream's tasks finish on
   // cpprestsdk's thread pool, whose threads may all be request handlers waiting for that lock
@@ -31,13 +36,24 @@ struct FakeApiServer::Watch {
   // before putn_nocopy returns; the continuations only observe errors (an unobserved task
   // exception terminates) and keep the bytes alive for form's sake.
   void Write(const std::string& s) {
+    if (lag == nullptr) return WriteNow(s);
+    if (closing) return;
+    lag->Post([self = shared_from_this(), s] { self->WriteNow(s); });
+  }
+  void Close() {
+    if (lag == nullptr) return CloseNow();
+    if (closing) return;
+    closing = true;
+    lag->Post([self = shared_from_this()] { self->CloseNow(); });
+  }
+  void WriteNow(const std::string& s) {
     if (closed) return;
     auto bytes = std::make_shared<std::string>(s);
     buf.putn_nocopy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size())
         .then([bytes](pplx::task<size_t> t) { Observe(t); });
     buf.sync().then([](pplx::task<void> t) { Observe(t); });
   }
-  void Close() {
+  void CloseNow() {
     if (closed) return;
     closed = true;
     buf.close(std::ios_base::out).then([](pplx::task<void> t) { Observe(t); });
@@ -128,6 +144,8 @@ FakeApiServer::~FakeApiServer() {
     for (auto& w : watches_) w->Close();
     watches_.clear();
   }
+  // Lagged closes are still due: run them (and the writes before them) first.
+  if (watch_lag_) watch_lag_->Drain(watch_lag_duration_ + absl::Seconds(5));
   // The closed watches finish their responses (or fail on a client gone) promptly.
   for (absl::Time deadline = absl::Now() + absl::Seconds(5);
        streaming_->load() > 0 && absl::Now() < deadline;) {
@@ -235,6 +253,16 @@ void FakeApiServer::Compact() {
     w->Close();
   }
   watches_.clear();
+}
+
+void FakeApiServer::SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // One per server, kept until it goes: watches opened earlier keep a pointer to it.
+  if (!watch_lag_) {
+    watch_lag_duration_ = lag;
+    watch_lag_ = std::make_unique<LaggedDelivery>(lag);
+  }
+  watch_lag_agent_ = user_agent_prefix;
 }
 
 void FakeApiServer::DropWatches() {
@@ -374,6 +402,10 @@ void FakeApiServer::ServeWatchLocked(void* request, const std::string& kind,
   }
   auto w = std::make_shared<Watch>();
   w->kind = kind;
+  if (watch_lag_ && req.headers().has("User-Agent") &&
+      absl::StartsWith(req.headers()["User-Agent"], watch_lag_agent_)) {
+    w->lag = watch_lag_.get();
+  }
   http_response resp(status_codes::OK);
   resp.headers().add("Content-Type", "application/json");
   resp.set_body(concurrency::streams::istream(w->buf));

@@ -21,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "common/json_util.h"
+#include "tests/support/lagged_delivery.h"
 
 namespace web::http::experimental::listener {
 class http_listener;
@@ -50,6 +52,11 @@ class FakeApiServer {
   void Compact();
   // Cuts every open watch in the middle of an event (a dropped connection).
   void DropWatches();
+  // Watches opened from now on by clients whose User-Agent starts with `user_agent_prefix` get
+  // every event (and their end) `lag` late, in order: that client's informer trailing the
+  // others (topogangd's watch behind kube-scheduler's). Lists are answered at once. The first
+  // call's lag holds for the server's life; later calls change only the prefix.
+  void SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag);
 
   // Every request must carry `Authorization: Bearer <token>` or gets the API's 401 Status
   // ("" = no authentication, the default).
@@ -184,6 +191,9 @@ class FakeApiServer {
   };
   std::vector<Change> history_;
   std::vector<std::shared_ptr<Watch>> watches_;
+  std::unique_ptr<LaggedDelivery> watch_lag_;  // SetWatchLag
+  absl::Duration watch_lag_duration_;
+  std::string watch_lag_agent_;
   // Watch responses still being written: the listener is closed only once they are done, since
   // cpprestsdk's listener shuts sockets down under a connection writing to them (a crash).
   std::shared_ptr<std::atomic<int>> streaming_ = std::make_shared<std::atomic<int>>(0);

@@ -1,10 +1,11 @@
-// Runs callbacks in the order they were posted, each no earlier than `lag` after its post: an
-// informer whose events reach its handlers late. kube-scheduler's watch and topogangd's are two
-// streams from one API server, and under load (a 4,096-pod gang created at once, a busy
-// apiserver, a slow handler) one can trail the other by seconds; client-go's processorListener
+// Runs callbacks in the order they were posted, each no earlier than `lag` after its post: a
+// watch whose events arrive late. kube-scheduler's watch and topogangd's are two streams from one
+// API server, and under load (a 4,096-pod gang created at once, a busy apiserver, a slow
+// handler) one can trail the other by seconds; client-go's processorListener
 // (k8s.io/client-go/tools/cache/shared_informer.go) buffers events per handler without bound,
-// so a slow consumer sees every event, in order, late. The emulator delivers both of its
-// informers' callbacks through one of these, so nodes and pods keep their relative order.
+// so a slow consumer sees every event, in order, late. The kube-scheduler emulator delivers its
+// informers' callbacks through one (EmulatorOptions::watch_lag); the fake API server writes the
+// watch streams of a chosen client through one (FakeApiServer::SetWatchLag).
 #pragma once
 
 #include <condition_variable>
@@ -17,7 +18,7 @@
 
 #include "absl/time/time.h"
 
-namespace topogang::kubesched {
+namespace topogang::testing {
 
 class LaggedDelivery {
  public:
@@ -45,4 +46,4 @@ class LaggedDelivery {
   std::thread thread_;
 };
 
-}  // namespace topogang::kubesched
+}  // namespace topogang::testing

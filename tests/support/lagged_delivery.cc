@@ -1,8 +1,8 @@
-#include "tests/kubesched/lagged_delivery.h"
+#include "tests/support/lagged_delivery.h"
 
 #include "absl/time/clock.h"
 
-namespace topogang::kubesched {
+namespace topogang::testing {
 
 LaggedDelivery::LaggedDelivery(absl::Duration lag) : lag_(lag), thread_([this] { Run(); }) {}
 
@@ -53,4 +53,4 @@ void LaggedDelivery::Run() {
   }
 }
 
-}  // namespace topogang::kubesched
+}  // namespace topogang::testing
