@@ -1,5 +1,6 @@
-// libFuzzer target for every file parser of the offline core (cluster, jobs, config, traces). The first byte picks the parser;
-// whatever parses must also build and plan without crashing or breaking counters.
+// libFuzzer target for every file parser of the offline core (cluster, jobs, config, traces). The
+// first byte picks the parser; whatever parses must also build and plan without crashing or
+// breaking counters.
 //   bash scripts/fuzz.sh            (clang + libFuzzer + ASan/UBSan, see docs/benchmarks.md)
 #include <cstddef>
 #include <cstdint>

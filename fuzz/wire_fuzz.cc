@@ -1,7 +1,8 @@
 // libFuzzer target for the extender's wire parsers (what kube-scheduler, or anyone reaching the
 // port, sends): ExtenderArgs, binding and preemption args, priorities, ExecCredential output, and
-// the pod readers, and the queue journal an earlier leader wrote. Whatever parses must also answer: the fast filter reply written from per-node
-// verdicts must be valid JSON and say exactly what the struct form says, for any node names.
+// the pod readers, and the queue journal an earlier leader wrote. Whatever parses must also answer:
+// the fast filter reply written from per-node verdicts must be valid JSON and say exactly what the
+// struct form says, for any node names.
 //   bash scripts/fuzz.sh
 #include <cstddef>
 #include <cstdint>

@@ -30,7 +30,7 @@ class UplinkBook {
 
  private:
   UplinkLoad load_;
-  std::vector<UplinkLoad> use_;  // per job; empty when it holds none
+  std::vector<UplinkLoad> use_;                               // per job; empty when it holds none
   absl::flat_hash_map<int, absl::flat_hash_set<int>> users_;  // domain -> jobs
   absl::flat_hash_set<int> changed_;
 };

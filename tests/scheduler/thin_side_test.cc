@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/queue_admission.h"
 #include "scheduler/placement.h"
+#include "scheduler/queue_admission.h"
 #include "scheduler/queue_policy.h"
 #include "tests/scheduler/queue_test_util.h"
 #include "tests/test_util.h"
