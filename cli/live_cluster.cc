@@ -47,6 +47,7 @@ absl::StatusOr<LiveCluster> ReadLiveCluster(const LiveClusterOptions& options) {
   const std::string path = DefaultKubeconfigPath(options.kubeconfig);
   auto kc = LoadKubeconfig(path);
   if (!kc.ok()) return kc.status();
+  kc->program = "topogang";  // User-Agent: the CLI, not topogangd
   auto empty = Cluster::Build(ClusterSpec{}, topology);
   if (!empty.ok()) return empty.status();
 

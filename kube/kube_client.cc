@@ -31,9 +31,10 @@ namespace {
 #ifndef TOPOGANG_VERSION
 #define TOPOGANG_VERSION "unknown"
 #endif
-// As client-go names its clients ("<binary>/<version> (<os>/<arch>)"): the API server's audit
-// log and its per-client metrics tell topogangd's requests apart.
-constexpr char kUserAgent[] = "topogangd/" TOPOGANG_VERSION " (linux)";
+// As client-go names its clients ("<binary>/<version> (<os>/<arch>)").
+std::string UserAgent(const std::string& program) {
+  return absl::StrCat(program, "/", TOPOGANG_VERSION, " (linux)");
+}
 
 http_client_config MakeConfig(const KubeConfig& c, std::chrono::milliseconds timeout) {
   http_client_config cfg;
@@ -118,7 +119,7 @@ absl::StatusOr<HttpResult> KubeClient::Send(const char* method, const std::strin
   http_request req{web::http::method(method)};
   req.set_request_uri(path);
   req.headers().add("Accept", "application/json");
-  req.headers().add("User-Agent", kUserAgent);
+  req.headers().add("User-Agent", UserAgent(config_.program));
   if (std::string t = Token(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
   if (body) req.set_body(*body, content_type);
   try {
@@ -164,7 +165,7 @@ absl::StatusOr<int> KubeClient::Watch(const std::string& path,
   http_request req(methods::GET);
   req.set_request_uri(path);
   req.headers().add("Accept", "application/json");
-  req.headers().add("User-Agent", kUserAgent);
+  req.headers().add("User-Agent", UserAgent(config_.program));
   if (std::string t = Token(); !t.empty()) req.headers().add("Authorization", "Bearer " + t);
   try {
     http_response resp = watch_client_->request(req, token).get();

@@ -22,6 +22,9 @@ struct KubeConfig {
   std::string client_key_pem;
   bool insecure_skip_verify = false;
   std::optional<ExecPlugin> exec;  // token from a credential plugin (run when needed)
+  // The program name sent as User-Agent "<program>/<version> (linux)", as client-go names its
+  // clients: the API server's audit events tell topogangd's requests from the CLI's.
+  std::string program = "topogangd";
 };
 
 inline constexpr char kServiceAccountDir[] = "/var/run/secrets/kubernetes.io/serviceaccount";

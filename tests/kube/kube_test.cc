@@ -519,15 +519,17 @@ TEST(KubeSyncTest, NodeBurstsAreFoldedIntoOneRebuildAndDeletionsActAtOnce) {
 
 // topogangd names itself to the API server (User-Agent "topogangd/<version> ..."), so the fake
 // API server can lag its watch alone (FakeApiServer::SetWatchLag): a deleted pod's GPUs stay
-// taken in topogangd's model for the lag, then free; its first list is not delayed.
+// taken in topogangd's model for the lag, then free.
 TEST(KubeSyncTest, TopogangdsWatchAloneIsLaggedByItsUserAgent) {
   FakeApiServer api;
   AddNodes(api, 2);
   api.PutPod(BoundPod("running-0", "gpu-node-000", 8));
   api.SetWatchLag("topogangd/", absl::Milliseconds(300));
   KubeDaemon d(api);
-  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));  // the list: not lagged
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
   EXPECT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 0; }));
+  // Both watches open, so the deletion below is a live event on them, not a replay at opening.
+  ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
   api.DeletePod("default", "running-0");
   const absl::Time deleted = absl::Now();
   ASSERT_TRUE(Eventually([&] { return d.FreeOn("gpu-node-000") == 8; }));

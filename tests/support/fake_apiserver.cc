@@ -5,6 +5,8 @@
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
 
+#include <stdexcept>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -30,7 +32,9 @@ struct FakeApiServer::Watch : std::enable_shared_from_this<FakeApiServer::Watch>
   LaggedDelivery* lag = nullptr;
   bool closing = false;
 
-  // Called under the server's lock, so nothing here may wait: the stream's tasks finish on
+  // Called under the server's lock (a lagged watch's: on the delivery thread, which never takes
+  // it; producer_consumer_buffer is synchronised), so nothing here may wait: the stream's tasks
+  // finish on
   // cpprestsdk's thread pool, whose threads may all be request handlers waiting for that lock
   // (64 bindings at once deadlocked the server). producer_consumer_buffer copies the bytes
   // before putn_nocopy returns; the continuations only observe errors (an unobserved task
@@ -140,6 +144,7 @@ FakeApiServer::FakeApiServer() {
 FakeApiServer::~FakeApiServer() {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    shutting_down_ = true;  // no new watch: nothing would close it
     ReleaseHungLocked();
     for (auto& w : watches_) w->Close();
     watches_.clear();
@@ -258,6 +263,9 @@ void FakeApiServer::Compact() {
 void FakeApiServer::SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag) {
   std::lock_guard<std::mutex> lock(mu_);
   // One per server, kept until it goes: watches opened earlier keep a pointer to it.
+  if (watch_lag_ && lag != watch_lag_duration_) {
+    throw std::logic_error("FakeApiServer::SetWatchLag: the lag is set once per server");
+  }
   if (!watch_lag_) {
     watch_lag_duration_ = lag;
     watch_lag_ = std::make_unique<LaggedDelivery>(lag);
@@ -399,6 +407,10 @@ void FakeApiServer::ServeWatchLocked(void* request, const std::string& kind,
   if (from < compacted_rv_) {
     lock.unlock();
     return ReplyJson(req, 410, StatusJson(410, "Expired", "too old resource version"));
+  }
+  if (shutting_down_) {
+    lock.unlock();
+    return ReplyJson(req, 503, StatusJson(503, "ServiceUnavailable", "shutting down"));
   }
   auto w = std::make_shared<Watch>();
   w->kind = kind;

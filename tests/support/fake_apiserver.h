@@ -54,8 +54,8 @@ class FakeApiServer {
   void DropWatches();
   // Watches opened from now on by clients whose User-Agent starts with `user_agent_prefix` get
   // every event (and their end) `lag` late, in order: that client's informer trailing the
-  // others (topogangd's watch behind kube-scheduler's). Lists are answered at once. The first
-  // call's lag holds for the server's life; later calls change only the prefix.
+  // others (topogangd's watch behind kube-scheduler's). Lists are answered at once. The lag is
+  // set once per server (a later call with another lag throws); later calls change the prefix.
   void SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag);
 
   // Every request must carry `Authorization: Bearer <token>` or gets the API's 401 Status
@@ -194,6 +194,7 @@ class FakeApiServer {
   std::unique_ptr<LaggedDelivery> watch_lag_;  // SetWatchLag
   absl::Duration watch_lag_duration_;
   std::string watch_lag_agent_;
+  bool shutting_down_ = false;  // the destructor: watches are answered 503
   // Watch responses still being written: the listener is closed only once they are done, since
   // cpprestsdk's listener shuts sockets down under a connection writing to them (a crash).
   std::shared_ptr<std::atomic<int>> streaming_ = std::make_shared<std::atomic<int>>(0);
