@@ -8,10 +8,7 @@
 
 #include "daemon/daemon_state.h"
 #include "daemon/gang_ledger.h"
-
-#ifndef TOPOGANG_VERSION
-#define TOPOGANG_VERSION "unknown"
-#endif
+#include "daemon/version.h"
 
 namespace topogang {
 namespace {
@@ -104,7 +101,7 @@ DaemonMetrics::DaemonMetrics(DaemonState* state)
       .Name("topogang_build_info")
       .Help("Always 1; the version label says which topogangd this is.")
       .Register(r)
-      .Add({{"version", TOPOGANG_VERSION}})
+      .Add({{"version", TopogangVersion()}})
       .Set(1);
   auto flag = [&](const char* name, const char* help) -> prometheus::Gauge& {
     return BuildGauge().Name(name).Help(help).Register(r).Add({});

@@ -10,6 +10,7 @@
 #include "absl/strings/strip.h"
 #include "common/file_util.h"
 #include "common/json_util.h"
+#include "daemon/version.h"
 #include "kube/bind_check.h"
 
 namespace topogang {
@@ -28,12 +29,9 @@ struct KubeClient::CancelState {
 
 namespace {
 
-#ifndef TOPOGANG_VERSION
-#define TOPOGANG_VERSION "unknown"
-#endif
 // As client-go names its clients ("<binary>/<version> (<os>/<arch>)").
 std::string UserAgent(const std::string& program) {
-  return absl::StrCat(program, "/", TOPOGANG_VERSION, " (linux)");
+  return absl::StrCat(program, "/", TopogangVersion(), " (linux)");
 }
 
 http_client_config MakeConfig(const KubeConfig& c, std::chrono::milliseconds timeout) {

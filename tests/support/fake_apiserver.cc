@@ -34,10 +34,9 @@ struct FakeApiServer::Watch : std::enable_shared_from_this<FakeApiServer::Watch>
 
   // Called under the server's lock (a lagged watch's: on the delivery thread, which never takes
   // it; producer_consumer_buffer is synchronised), so nothing here may wait: the stream's tasks
-  // finish on
-  // cpprestsdk's thread pool, whose threads may all be request handlers waiting for that lock
-  // (64 bindings at once deadlocked the server). producer_consumer_buffer copies the bytes
-  // before putn_nocopy returns; the continuations only observe errors (an unobserved task
+  // finish on cpprestsdk's thread pool, whose threads may all be request handlers waiting for
+  // that lock (64 bindings at once deadlocked the server). producer_consumer_buffer copies the
+  // bytes before putn_nocopy returns; the continuations only observe errors (an unobserved task
   // exception terminates) and keep the bytes alive for form's sake.
   void Write(const std::string& s) {
     if (lag == nullptr) return WriteNow(s);
