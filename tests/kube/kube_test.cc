@@ -19,6 +19,7 @@
 #include "kube/node_annotation_writer.h"
 #include "tests/support/fake_apiserver.h"
 #include "tests/support/harness.h"
+#include "tests/test_util.h"
 
 namespace topogang {
 namespace {
@@ -324,6 +325,7 @@ TEST_F(ExecPluginTest, PluginFailuresAreClearErrors) {
 TEST(KubeConfigTest, InClusterReadsTokenCaAndServiceEnv) {
   std::string dir = absl::StrCat(::testing::TempDir(), "/sa-", getpid());
   std::filesystem::create_directories(dir);
+  testing::TempPaths::Get().Add(dir);
   std::ofstream(dir + "/token") << "tok\n";
   std::ofstream(dir + "/ca.crt") << "CA";
   setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
