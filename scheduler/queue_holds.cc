@@ -43,6 +43,15 @@ int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang,
   return -1;
 }
 
+bool GangQueue::CouldStartWhenDrained(GangScheduler& sched, const GangSpec& gang, absl::Time now,
+                                      const NodeExclusion& hold_exclude) const {
+  const std::vector<int> masked =
+      hold_exclude ? sched.MaskNodes(hold_exclude(gang)) : std::vector<int>{};
+  const bool fits = PickHoldDomain(sched, gang, now) >= 0;
+  sched.UnmaskNodes(masked);
+  return fits;
+}
+
 bool GangQueue::BackfillBlocks(const GangScheduler& sched, const Entry& e,
                                const std::vector<int>& nodes) const {
   const Cluster& c = sched.cluster();

@@ -164,6 +164,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   using Shape = std::tuple<int, std::string, std::string, std::string, int, std::string, bool>;
   std::map<Shape, int> failed;  // shape -> fewest members that found no room
   std::vector<int> clear;       // the claim kept clear (QueueOptions::keep_claim_clear)
+  std::string stopped_by;       // the starved large gang the others wait behind (in order)
   for (Entry& entry : waiting_) {
     kept.push_back(std::move(entry));
     Entry& e = kept.back();
@@ -187,7 +188,14 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
                                ((f != failed.end() && e.spec.members >= f->second) ||
                                 e.spec.total_gpus() > sched.cluster().FreeHealthy(0)) &&
                                Plannable(sched, e.spec);
-    if (!known_no_room) {
+    const bool large = e.spec.total_gpus() >= options_.hold_min_gpus;
+    const bool stopped = large && !stopped_by.empty();
+    if (stopped) {
+      r = absl::ResourceExhaustedError(
+          absl::StrCat("waiting behind gang '", stopped_by, "', an older gang of ",
+                       options_.hold_min_gpus, "+ GPUs that cannot start yet: gangs of ",
+                       options_.hold_min_gpus, "+ GPUs start in arrival order"));
+    } else if (!known_no_room) {
       const std::vector<int> masked =
           exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
       if (!clear.empty()) r = ReserveOffClaim(sched, e.spec, clear, now);
@@ -213,7 +221,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       }
     }
     if (had_hold) failed.clear();
-    e.declined.clear();
+    e.declined = stopped ? std::string(r.status().message()) : std::string();
     const bool may_wait = r.ok() && !e.tier_relaxed && e.spec.total_gpus() < options_.hold_min_gpus;
     if (may_wait && options_.locality_patience > absl::ZeroDuration() &&
         (*r)->placement.bandwidth_gbps < BestBandwidth(sched.cluster(), e.spec)) {
@@ -240,7 +248,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
             ":1 oversubscribed, and would slow the whole gang");
       }
     }
-    if (!e.declined.empty()) {
+    if (!e.declined.empty() && !stopped) {
       (void)sched.Release(e.spec.name);  // wait for a better placement
       // What it borrowed is held again. Not after a locality-patience decline: there the
       // GPUs stay free for the rest of the pass, as measured for every table so far; holding
@@ -258,9 +266,13 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       kept.pop_back();
       continue;
     }
-    bool starved = now - e.enqueued >= options_.starvation_threshold &&
-                   e.spec.total_gpus() >= options_.hold_min_gpus &&
+    // A stopped gang neither holds (its hold could never start it) nor stops others.
+    bool starved = !stopped && now - e.enqueued >= options_.starvation_threshold && large &&
                    r.status().code() == absl::StatusCode::kResourceExhausted;
+    if (starved && options_.large_gangs_in_order && stopped_by.empty() &&
+        CouldStartWhenDrained(sched, e.spec, now, hold_exclude)) {
+      stopped_by = e.spec.name;
+    }
     bool holds = false, claimed = false;
     if (starved && static_cast<int>(holders.size()) < options_.max_holds) {
       claimed = true;

@@ -40,8 +40,9 @@ struct QueueOverrides {
   int order = -1;                      // QueueOrder
   int backfill_into_holds = -1;        // 0/1
   double hold_horizon_s = -1;
-  int hold_domain_soonest = -1;  // 0/1
-  int keep_claim_clear = -1;     // 0/1
+  int hold_domain_soonest = -1;   // 0/1
+  int keep_claim_clear = -1;      // 0/1
+  int large_gangs_in_order = -1;  // 0/1
   double thin_side_patience_s = -1;
 };
 

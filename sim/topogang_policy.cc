@@ -94,6 +94,9 @@ class TopogangPolicy : public Policy {
     if (ctx.queue.order >= 0) o.order = static_cast<QueueOrder>(ctx.queue.order);
     if (ctx.queue.hold_domain_soonest >= 0) o.hold_domain_soonest = ctx.queue.hold_domain_soonest;
     if (ctx.queue.keep_claim_clear >= 0) o.keep_claim_clear = ctx.queue.keep_claim_clear;
+    if (ctx.queue.large_gangs_in_order >= 0) {
+      o.large_gangs_in_order = ctx.queue.large_gangs_in_order;
+    }
     if (ctx.queue.thin_side_patience_s >= 0) {
       o.thin_side_patience = absl::Seconds(ctx.queue.thin_side_patience_s);
     }

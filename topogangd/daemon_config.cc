@@ -199,6 +199,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
            "locality_patience_seconds", "thin_side_patience_seconds", "keep_claim_clear",
+           "large_gangs_in_order",
            "wake_retry_seconds",
            "queue_pass_ms",
            "spares", "leader_election", "queue_journal",
@@ -258,6 +259,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto clear = YamlBool(d, "keep_claim_clear", source, c.extender.queue.keep_claim_clear);
   if (!clear.ok()) return clear.status();
   c.extender.queue.keep_claim_clear = *clear;
+  auto in_order =
+      YamlBool(d, "large_gangs_in_order", source, c.extender.queue.large_gangs_in_order);
+  if (!in_order.ok()) return in_order.status();
+  c.extender.queue.large_gangs_in_order = *in_order;
   auto wake = YamlInt(d, "wake_retry_seconds", source, 0, 3600,
                       absl::ToInt64Seconds(c.extender.wake_retry));
   if (!wake.ok()) return wake.status();

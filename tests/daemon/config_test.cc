@@ -81,7 +81,7 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
       ParseDaemonConfig(YAML::Load("{failed_node_memory_seconds: 0, slow_node_gang_gpus: 128, "
                                    "slow_node_threshold: 2.5, slow_node_half_life_seconds: 600, "
                                    "locality_patience_seconds: 0, thin_side_patience_seconds: 0, "
-                                   "keep_claim_clear: true}"),
+                                   "keep_claim_clear: true, large_gangs_in_order: true}"),
                         "x");
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_EQ(x->extender.failed_node_memory, absl::ZeroDuration());
@@ -93,6 +93,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_EQ(q->extender.queue.thin_side_patience, absl::Hours(6)) << "default";
   EXPECT_TRUE(x->extender.queue.keep_claim_clear);
   EXPECT_FALSE(q->extender.queue.keep_claim_clear) << "off by default";
+  EXPECT_TRUE(x->extender.queue.large_gangs_in_order);
+  EXPECT_FALSE(q->extender.queue.large_gangs_in_order) << "off by default";
   EXPECT_EQ(q->extender.slow_node_gang_gpus, 64) << "default";
   EXPECT_TRUE(q->extender.preemption) << "on by default";
   EXPECT_TRUE(q->extender.scheduler_names.empty());
@@ -120,7 +122,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
                           "{locality_patience_seconds: -5}",
                           "{thin_side_patience_seconds: maybe}",
                           "{thin_side_patience_seconds: 604801}",
-                          "{keep_claim_clear: 2}"}) {
+                          "{keep_claim_clear: 2}",
+                          "{large_gangs_in_order: first}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }

@@ -1,0 +1,109 @@
+// Large gangs in arrival order (QueueOptions::large_gangs_in_order): while the oldest starved
+// gang of hold_min_gpus or more cannot start, younger gangs that large wait too; smaller ones
+// still backfill, and a gang that could never start stops nobody.
+//
+// The cluster of every test: one spine of three leaves of two 8-GPU nodes (48 GPUs). Jobs run
+// on nodes 0-2, so 24 GPUs are free: `old` (4 x 8 GPUs) does not fit, `young` (2 x 8) does.
+// Holds never start (the readiness rule asks for more than the whole gang), so what keeps
+// `young` off the free nodes is the order alone, not GPUs held for `old`.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "scheduler/queue_policy.h"
+#include "tests/scheduler/queue_test_util.h"
+#include "tests/test_util.h"
+
+namespace topogang {
+namespace {
+
+namespace qt = queue_test;
+
+QueueOptions InOrder(bool in_order) {
+  QueueOptions o;
+  o.starvation_threshold = absl::Minutes(10);
+  o.hold_min_gpus = 16;
+  o.hold_ready_fraction = 1.01;  // never nearly ready: no hold
+  o.hold_max_shortfall_share = 0;
+  o.large_gangs_in_order = in_order;
+  return o;
+}
+
+class LargeGangsInOrder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int n : {0, 1, 2}) qt::RunOn(s_, "r" + std::to_string(n), n, 0, 8);
+  }
+  // `old` waits from t_; the next pass is `wait` later, with `young` enqueued just before it.
+  std::vector<std::string> OldThenYoung(GangQueue& q, absl::Duration wait,
+                                        const GangSpec& young = qt::Gang("young", 2, 8)) {
+    EXPECT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+    EXPECT_TRUE(q.Schedule(s_, t_).empty());
+    EXPECT_TRUE(q.Enqueue(young, t_ + wait - absl::Seconds(1)).ok());
+    return q.Schedule(s_, t_ + wait);
+  }
+
+  GangScheduler s_{testing::MakeCluster(1, 1, 3, 2, 8)};
+  const absl::Time t_ = absl::UnixEpoch();
+};
+
+TEST_F(LargeGangsInOrder, AYoungerLargeGangWaitsBehindAStarvedOneThatThenStartsFirst) {
+  GangQueue q(InOrder(true));
+  EXPECT_TRUE(OldThenYoung(q, absl::Minutes(11)).empty());
+  const GangQueue::Entry* young = q.Find("young");
+  ASSERT_NE(young, nullptr);
+  EXPECT_NE(young->declined.find("waiting behind gang 'old'"), std::string::npos)
+      << young->declined;
+  EXPECT_TRUE(s_.CheckInvariants().ok());
+  // One job ends: 32 GPUs free, room for `old` only, and it is the one that starts.
+  ASSERT_TRUE(s_.Release("r0").ok());
+  EXPECT_EQ(q.Schedule(s_, t_ + absl::Minutes(12)), (std::vector<std::string>{"old"}));
+  EXPECT_EQ(q.Find("young")->declined, "") << "nobody to wait behind once old started";
+}
+
+TEST_F(LargeGangsInOrder, WithoutItTheYoungerGangTakesTheRoomAndTheStarvedOneKeepsWaiting) {
+  // The contrast that makes the test above mean something.
+  GangQueue q(InOrder(false));
+  EXPECT_EQ(OldThenYoung(q, absl::Minutes(11)), (std::vector<std::string>{"young"}));
+  ASSERT_TRUE(s_.Release("r0").ok());
+  EXPECT_TRUE(q.Schedule(s_, t_ + absl::Minutes(12)).empty()) << "16 GPUs free, old needs 32";
+}
+
+TEST_F(LargeGangsInOrder, SmallerGangsStillBackfill) {
+  GangQueue q(InOrder(true));
+  EXPECT_EQ(OldThenYoung(q, absl::Minutes(11), qt::Gang("small", 1, 8)),
+            (std::vector<std::string>{"small"}));
+}
+
+TEST_F(LargeGangsInOrder, AGangNotYetStarvedStopsNobody) {
+  GangQueue q(InOrder(true));
+  EXPECT_EQ(OldThenYoung(q, absl::Minutes(5)), (std::vector<std::string>{"young"}));
+}
+
+TEST_F(LargeGangsInOrder, AHigherPriorityGangGoesFirst) {
+  GangQueue q(InOrder(true));
+  EXPECT_EQ(OldThenYoung(q, absl::Minutes(11), qt::Gang("urgent", 2, 8, /*priority=*/10)),
+            (std::vector<std::string>{"urgent"}));
+}
+
+TEST_F(LargeGangsInOrder, AGangThatCouldNeverStartStopsNobody) {
+  // Nodes 3-5 cordoned, 0-2 free: 24 healthy GPUs, and old (32) could not start even on an empty
+  // cluster. Stopping young behind it would stop every large gang for good.
+  for (int n : {0, 1, 2}) ASSERT_TRUE(s_.Release("r" + std::to_string(n)).ok());
+  for (int n : {3, 4, 5}) s_.SetNodeCordoned(n, true, t_);
+  GangQueue q(InOrder(true));
+  EXPECT_EQ(OldThenYoung(q, absl::Minutes(11)), (std::vector<std::string>{"young"}));
+}
+
+TEST_F(LargeGangsInOrder, AGangThatFitsOnceNodesDrainStopsTheOthers) {
+  // The contrast: node 5 is busy instead of cordoned, so old fits once its job ends.
+  for (int n : {0, 1, 2}) ASSERT_TRUE(s_.Release("r" + std::to_string(n)).ok());
+  for (int n : {3, 4}) s_.SetNodeCordoned(n, true, t_);
+  qt::RunOn(s_, "r5", 5, 0, 8);
+  GangQueue q(InOrder(true));
+  EXPECT_TRUE(OldThenYoung(q, absl::Minutes(11)).empty());
+}
+
+}  // namespace
+}  // namespace topogang
