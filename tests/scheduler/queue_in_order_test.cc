@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/queue_admission.h"
 #include "scheduler/queue_policy.h"
 #include "tests/scheduler/queue_test_util.h"
 #include "tests/test_util.h"
@@ -103,6 +104,20 @@ TEST_F(LargeGangsInOrder, AGangThatFitsOnceNodesDrainStopsTheOthers) {
   qt::RunOn(s_, "r5", 5, 0, 8);
   GangQueue q(InOrder(true));
   EXPECT_TRUE(OldThenYoung(q, absl::Minutes(11)).empty());
+}
+
+TEST_F(LargeGangsInOrder, TheDaemonTellsTheStoppedGangsPodsWhomTheyWaitBehind) {
+  // The daemon's admission answers kube-scheduler's filter with this message.
+  QueueAdmission admit(InOrder(true));
+  // old's pods ask again while they wait (a gang silent for 6 minutes leaves the queue).
+  for (absl::Duration at : {absl::ZeroDuration(), absl::Minutes(5), absl::Minutes(10)}) {
+    EXPECT_FALSE(admit.Admit(s_, qt::Gang("old", 4, 8), t_ + at, {}).ok());
+  }
+  absl::StatusOr<const GangRecord*> young =
+      admit.Admit(s_, qt::Gang("young", 2, 8), t_ + absl::Minutes(11), {});
+  ASSERT_EQ(young.status().code(), absl::StatusCode::kResourceExhausted) << young.status();
+  EXPECT_NE(young.status().message().find("waiting behind gang 'old'"), std::string::npos)
+      << young.status();
 }
 
 }  // namespace
