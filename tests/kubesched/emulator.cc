@@ -69,9 +69,10 @@ absl::Status Emulator::Start() {
     setrlimit(RLIMIT_NOFILE, &rl);
   }
   const absl::Duration retry = std::max(clock_.ToReal(absl::Seconds(1)), absl::Milliseconds(5));
-  if (options_.watch_lag > absl::ZeroDuration()) {
-    lagged_ =
-        std::make_unique<topogang::testing::LaggedDelivery>(clock_.ToReal(options_.watch_lag));
+  if (options_.watch_lag > absl::ZeroDuration() ||
+      options_.watch_event_cost > absl::ZeroDuration()) {
+    lagged_ = std::make_unique<topogang::testing::LaggedDelivery>(
+        clock_.ToReal(options_.watch_lag), clock_.ToReal(options_.watch_event_cost));
   }
   // Without a lag the callbacks run on the informers' threads, as before (no copies).
   Informer::Handlers nodes{[this](const Json& o) { OnNodeAdd(o); },

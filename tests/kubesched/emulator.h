@@ -64,6 +64,9 @@ struct EmulatorOptions {
   // Virtual time every watch event and relist change reaches kube-scheduler's cache late
   // (LaggedDelivery: its watch trailing topogangd's). Zero: as the informers receive them.
   absl::Duration watch_lag = absl::ZeroDuration();
+  // Virtual time the cache takes per informer callback on top of that (LaggedDelivery's
+  // per_event): a burst of events reaches it later and later, then the backlog drains.
+  absl::Duration watch_event_cost = absl::ZeroDuration();
 };
 
 // Counters since Start().

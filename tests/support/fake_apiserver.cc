@@ -259,15 +259,17 @@ void FakeApiServer::Compact() {
   watches_.clear();
 }
 
-void FakeApiServer::SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag) {
+void FakeApiServer::SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag,
+                                absl::Duration per_event) {
   std::lock_guard<std::mutex> lock(mu_);
   // One per server, kept until it goes: watches opened earlier keep a pointer to it.
-  if (watch_lag_ && lag != watch_lag_duration_) {
+  if (watch_lag_ && (lag != watch_lag_duration_ || per_event != watch_lag_per_event_)) {
     throw std::logic_error("FakeApiServer::SetWatchLag: the lag is set once per server");
   }
   if (!watch_lag_) {
     watch_lag_duration_ = lag;
-    watch_lag_ = std::make_unique<LaggedDelivery>(lag);
+    watch_lag_per_event_ = per_event;
+    watch_lag_ = std::make_unique<LaggedDelivery>(lag, per_event);
   }
   watch_lag_agent_ = user_agent_prefix;
 }

@@ -54,9 +54,12 @@ class FakeApiServer {
   void DropWatches();
   // Watches opened from now on by clients whose User-Agent starts with `user_agent_prefix` get
   // every event (and their end) `lag` late, in order: that client's informer trailing the
-  // others (topogangd's watch behind kube-scheduler's). Lists are answered at once. The lag is
-  // set once per server (a later call with another lag throws); later calls change the prefix.
-  void SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag);
+  // others (topogangd's watch behind kube-scheduler's). With `per_event`, each event also waits
+  // that long behind the one before (LaggedDelivery): a burst trails further. Lists are answered
+  // at once. The lag is set once per server (a later call with another lag throws); later calls
+  // change the prefix.
+  void SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag,
+                   absl::Duration per_event = absl::ZeroDuration());
 
   // Every request must carry `Authorization: Bearer <token>` or gets the API's 401 Status
   // ("" = no authentication, the default).
@@ -192,7 +195,7 @@ class FakeApiServer {
   std::vector<Change> history_;
   std::vector<std::shared_ptr<Watch>> watches_;
   std::unique_ptr<LaggedDelivery> watch_lag_;  // SetWatchLag
-  absl::Duration watch_lag_duration_;
+  absl::Duration watch_lag_duration_, watch_lag_per_event_;
   std::string watch_lag_agent_;
   bool shutting_down_ = false;  // the destructor: watches are answered 503
   // Watch responses still being written: the listener is closed only once they are done, since

@@ -1,17 +1,22 @@
 #include "tests/support/lagged_delivery.h"
 
+#include <algorithm>
+
 #include "absl/time/clock.h"
 
 namespace topogang::testing {
 
-LaggedDelivery::LaggedDelivery(absl::Duration lag) : lag_(lag), thread_([this] { Run(); }) {}
+LaggedDelivery::LaggedDelivery(absl::Duration lag, absl::Duration per_event)
+    : lag_(lag), per_event_(per_event), thread_([this] { Run(); }) {}
 
 LaggedDelivery::~LaggedDelivery() { Stop(); }
 
 void LaggedDelivery::Post(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) return;
-  queue_.emplace_back(absl::Now() + lag_, std::move(fn));
+  // A backlog delays each callback by the cost of those before it (last_due_ + per_event_).
+  last_due_ = std::max(absl::Now() + lag_, last_due_ + per_event_);
+  queue_.emplace_back(last_due_, std::move(fn));
   ++posted_;
   cv_.notify_all();
 }
