@@ -55,6 +55,10 @@ std::optional<std::string> GangLedger::PreemptLocked(const GangSpec& spec, const
                                                      FailList* fails,
                                                      std::vector<GangNotice>* notices) {
   if (!options_.preemption || !evictions_) return std::nullopt;
+  // The admission is read under the DaemonState lock, as the queue's passes change it.
+  if (!state_.With([&](GangScheduler&) { return admission_->WaitsBehind(spec.name); }).empty()) {
+    return std::nullopt;
+  }
   const absl::Time now = state_.clock().Now();
   ExpireNominationsLocked(now);
   if (auto it = preempting_.find(spec.name); it != preempting_.end()) {

@@ -44,6 +44,9 @@ class Admission {
   // asking gang's own start included; the list is emptied. A gang started by another gang's
   // request has pods that were refused and are waiting for kube-scheduler to ask again.
   virtual std::vector<std::string> TakeStarted() { return {}; }
+  // The gang `gang` waits behind in queue order (QueueOptions::large_gangs_in_order), or "": such
+  // a gang is not preempted for, as it could not start on what preemption frees.
+  virtual std::string WaitsBehind(const std::string& /*gang*/) const { return ""; }
   // The spec to plan `gang` with outside Admit (preemption, an elastic start), so those see a
   // required tier that has lapsed for it (scheduler/tier_lapse.h) as the queue does.
   virtual GangSpec Effective(const GangScheduler& /*sched*/, const GangSpec& gang,

@@ -39,6 +39,10 @@ class QueueAdmission : public Admission {
   void Pass(GangScheduler& sched, absl::Time now, const GangQueue::NodeExclusion& exclude,
             const GangQueue::NodeExclusion& hold_exclude) override;
   std::vector<std::string> TakeStarted() override;
+  std::string WaitsBehind(const std::string& gang) const override {
+    const GangQueue::Entry* e = queue_.Find(gang);
+    return e ? e->waits_behind : "";
+  }
   GangSpec Effective(const GangScheduler& sched, const GangSpec& gang, absl::Time now) override;
   std::map<std::string, QueueSeniority> Arrivals(absl::Time now) const override;
   void Seed(const std::map<std::string, QueueSeniority>& arrivals, absl::Time now) override;

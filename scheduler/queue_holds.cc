@@ -43,11 +43,49 @@ int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang,
   return -1;
 }
 
-bool GangQueue::CouldStartWhenDrained(GangScheduler& sched, const GangSpec& gang, absl::Time now,
+bool GangQueue::CouldStartWhenDrained(GangScheduler& sched, const GangSpec& gang,
                                       const NodeExclusion& hold_exclude) const {
+  const Cluster& c = sched.cluster();
+  const int top = gang.required_tier.empty() ? 0 : std::max(0, c.LevelByName(gang.required_tier));
+  const int slice_level =
+      gang.slice.members > 1 ? std::max(0, c.LevelByName(gang.slice.tier)) : c.node_level() + 1;
+  const int k = std::max(1, gang.slice.members);
+  // The planner places a gang on one SKU unless it may mix them (planner.cc), so a gang that
+  // names none is tried on each in turn.
+  std::vector<int> skus;
+  if (!gang.sku.empty()) {
+    skus.push_back(c.FindSku(gang.sku));
+    if (skus[0] < 0) return false;
+  } else if (gang.allow_mixed_sku) {
+    skus.push_back(kAnySku);
+  } else {
+    for (int s = 0; s < c.num_skus(); ++s) skus.push_back(s);
+  }
   const std::vector<int> masked =
       hold_exclude ? sched.MaskNodes(hold_exclude(gang)) : std::vector<int>{};
-  const bool fits = PickHoldDomain(sched, gang, now) >= 0;
+  // Members a drained domain holds: in whole slices of k, each inside one slice-tier domain,
+  // when the slice tier is at or below the domain's level.
+  auto members = [&](int d, int sku) {
+    const Domain& dom = c.domain(d);
+    if (slice_level < dom.level || slice_level > c.node_level()) {
+      return PotentialMembers(sched, d, sku, gang.gpus_per_member) / k * k;
+    }
+    int total = 0;
+    for (int s = c.LevelBegin(slice_level); s < c.LevelEnd(slice_level); ++s) {
+      const Domain& sub = c.domain(s);
+      if (sub.node_begin >= dom.node_begin && sub.node_end <= dom.node_end) {
+        total += PotentialMembers(sched, s, sku, gang.gpus_per_member) / k * k;
+      }
+    }
+    return total;
+  };
+  // A domain holds at most what its parent does, so the widest tier it may use is enough.
+  bool fits = false;
+  for (int sku : skus) {
+    for (int d = c.LevelBegin(top); d < c.LevelEnd(top) && !fits; ++d) {
+      fits = members(d, sku) >= gang.members;
+    }
+  }
   sched.UnmaskNodes(masked);
   return fits;
 }

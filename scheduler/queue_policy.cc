@@ -164,7 +164,10 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   using Shape = std::tuple<int, std::string, std::string, std::string, int, std::string, bool>;
   std::map<Shape, int> failed;  // shape -> fewest members that found no room
   std::vector<int> clear;       // the claim kept clear (QueueOptions::keep_claim_clear)
-  std::string stopped_by;       // the starved large gang the others wait behind (in order)
+  // large_gangs_in_order: the starved large gang the others wait behind, and its place.
+  std::string stopped_by;
+  int stopped_priority = 0;
+  absl::Time stopped_enqueued;
   for (Entry& entry : waiting_) {
     kept.push_back(std::move(entry));
     Entry& e = kept.back();
@@ -189,12 +192,17 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
                                 e.spec.total_gpus() > sched.cluster().FreeHealthy(0)) &&
                                Plannable(sched, e.spec);
     const bool large = e.spec.total_gpus() >= options_.hold_min_gpus;
-    const bool stopped = large && !stopped_by.empty();
+    // Behind it in queue order, not merely later in this pass (QueueOrder::kSmallestFirst
+    // tries smaller gangs first, whatever their age).
+    const bool stopped = large && !stopped_by.empty() &&
+                         (e.spec.priority < stopped_priority || e.enqueued > stopped_enqueued);
+    e.waits_behind = stopped ? stopped_by : std::string();
     if (stopped) {
-      r = absl::ResourceExhaustedError(
-          absl::StrCat("waiting behind gang '", stopped_by, "', an older gang of ",
-                       options_.hold_min_gpus, "+ GPUs that cannot start yet: gangs of ",
-                       options_.hold_min_gpus, "+ GPUs start in arrival order"));
+      r = absl::ResourceExhaustedError(absl::StrCat(
+          "waiting behind gang '", stopped_by, "', a gang of ", options_.hold_min_gpus,
+          "+ GPUs ahead of it in the queue (older, or of higher priority) that cannot start yet: "
+          "gangs of ",
+          options_.hold_min_gpus, "+ GPUs start in queue order"));
     } else if (!known_no_room) {
       const std::vector<int> masked =
           exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
@@ -270,8 +278,10 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     bool starved = !stopped && now - e.enqueued >= options_.starvation_threshold && large &&
                    r.status().code() == absl::StatusCode::kResourceExhausted;
     if (starved && options_.large_gangs_in_order && stopped_by.empty() &&
-        CouldStartWhenDrained(sched, e.spec, now, hold_exclude)) {
+        CouldStartWhenDrained(sched, e.spec, hold_exclude)) {
       stopped_by = e.spec.name;
+      stopped_priority = e.spec.priority;
+      stopped_enqueued = e.enqueued;
     }
     bool holds = false, claimed = false;
     if (starved && static_cast<int>(holders.size()) < options_.max_holds) {

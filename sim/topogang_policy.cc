@@ -274,7 +274,9 @@ class TopogangPolicy : public Policy {
   // still not fit; never a gang that already fits: the queue decides those).
   void Preempt(double now, std::vector<Started>* out) {
     std::vector<GangSpec> waiting;
-    for (const GangQueue::Entry& e : queue_.waiting()) waiting.push_back(e.spec);
+    for (const GangQueue::Entry& e : queue_.waiting()) {
+      if (e.waits_behind.empty()) waiting.push_back(e.spec);  // one stopped in order waits
+    }
     int lowest = std::numeric_limits<int>::max();  // of the gangs that could be victims
     for (const auto& [name, rec] : sched_.gangs()) {
       if (rec.state != GangState::kHeld) lowest = std::min(lowest, rec.spec.priority);

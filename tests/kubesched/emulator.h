@@ -62,7 +62,8 @@ struct EmulatorOptions {
   // Real-time limit for the first list of nodes and pods in Start().
   absl::Duration sync_timeout = absl::Seconds(10);
   // Virtual time every watch event and relist change reaches kube-scheduler's cache late
-  // (LaggedDelivery: its watch trailing topogangd's). Zero: as the informers receive them.
+  // (LaggedDelivery: its watch trailing topogangd's). Zero (and no watch_event_cost): as the
+  // informers receive them.
   absl::Duration watch_lag = absl::ZeroDuration();
   // Virtual time the cache takes per informer callback on top of that (LaggedDelivery's
   // per_event): a burst of events reaches it later and later, then the backlog drains.

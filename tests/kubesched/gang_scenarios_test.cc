@@ -362,6 +362,8 @@ TEST_F(GangScenarioTest, ThousandPodGangCreatedAtOnceBindsWholeBehindBurstyWatch
     api_.PutPod(GangPod(Member("wide", i), "wide", kWideMembers, 1));
   }
   ExpectWideGangBoundWhole(watch, cluster, t0, absl::Seconds(20));
+  EXPECT_GE(api_.LaggedWatchWrites(), static_cast<uint64_t>(kWideMembers))
+      << "topogangd's watch was not the one lagged";
 }
 
 // Issue #9: two 40 x 8-GPU gangs created interleaved on 48 nodes, which fit only one of them.

@@ -82,10 +82,29 @@ TEST_F(LargeGangsInOrder, AGangNotYetStarvedStopsNobody) {
   EXPECT_EQ(OldThenYoung(q, absl::Minutes(5)), (std::vector<std::string>{"young"}));
 }
 
-TEST_F(LargeGangsInOrder, AHigherPriorityGangGoesFirst) {
+TEST_F(LargeGangsInOrder, AnOlderGangOfLowerPriorityWaitsBehindAHigherPriorityOne) {
+  // Queue order is priority first: `low` arrived before `old` but is behind it in line.
   GangQueue q(InOrder(true));
-  EXPECT_EQ(OldThenYoung(q, absl::Minutes(11), qt::Gang("urgent", 2, 8, /*priority=*/10)),
-            (std::vector<std::string>{"urgent"}));
+  ASSERT_TRUE(q.Enqueue(qt::Gang("low", 2, 8, /*priority=*/0), t_ - absl::Minutes(1)).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8, /*priority=*/10), t_).ok());
+  EXPECT_TRUE(q.Schedule(s_, t_ + absl::Minutes(11)).empty());
+  EXPECT_EQ(q.Find("low")->waits_behind, "old");
+  EXPECT_EQ(q.Find("old")->waits_behind, "");
+}
+
+TEST_F(LargeGangsInOrder, SmallestFirstDoesNotStopAnOlderGangBehindAYoungerOne) {
+  // Smallest first tries `mid` (24 GPUs, starved, does not fit) before the older `old` (32):
+  // `old` comes later in the pass but is ahead of `mid` in arrival, so it is not stopped.
+  qt::RunOn(s_, "r3", 3, 0, 8);  // 16 GPUs free
+  QueueOptions o = InOrder(true);
+  o.order = QueueOrder::kSmallestFirst;
+  GangQueue q(o);
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("mid", 3, 8), t_ + absl::Seconds(1)).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("later", 4, 8), t_ + absl::Seconds(2)).ok());
+  EXPECT_TRUE(q.Schedule(s_, t_ + absl::Minutes(11)).empty());
+  EXPECT_EQ(q.Find("old")->waits_behind, "") << q.Find("old")->declined;
+  EXPECT_EQ(q.Find("later")->waits_behind, "mid") << "younger and behind it: stopped";
 }
 
 TEST_F(LargeGangsInOrder, AGangThatCouldNeverStartStopsNobody) {
@@ -95,6 +114,46 @@ TEST_F(LargeGangsInOrder, AGangThatCouldNeverStartStopsNobody) {
   for (int n : {3, 4, 5}) s_.SetNodeCordoned(n, true, t_);
   GangQueue q(InOrder(true));
   EXPECT_EQ(OldThenYoung(q, absl::Minutes(11)), (std::vector<std::string>{"young"}));
+}
+
+TEST_F(LargeGangsInOrder, AGangThatMayNeverUseEnoughNodesStopsNobody) {
+  // Nodes 0-2 are those old may never use (in the daemon: not offered although they have room),
+  // so it could not start on a drained cluster either.
+  GangQueue q(InOrder(true));
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("young", 2, 8), t_ + absl::Minutes(10)).ok());
+  auto never = [](const GangSpec& g) {
+    return g.name == "old" ? std::vector<int>{0, 1, 2} : std::vector<int>{};
+  };
+  EXPECT_EQ(q.Schedule(s_, t_ + absl::Minutes(11), {}, never), (std::vector<std::string>{"young"}));
+}
+
+TEST(LargeGangsInOrderOnAnEmptyCluster, AGangThatFitsNoSingleSkuStopsNobody) {
+  // Leaf 0 is H100 (nodes 0-1), leaf 1 A100 (nodes 2-3): `old` (3 x 8) names no SKU and may not
+  // mix them, so it fits neither, though the cluster has 32 GPUs. Jobs on nodes 0 and 2 leave
+  // one node of each free, where `young` (1 x 8, large here) fits.
+  GangScheduler s(testing::MakeCluster(1, 1, 2, 2, 8, "[H100, A100]"));
+  for (int n : {0, 2}) qt::RunOn(s, "r" + std::to_string(n), n, 0, 8);
+  QueueOptions o = InOrder(true);
+  o.hold_min_gpus = 8;
+  GangQueue q(o);
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 3, 8), absl::UnixEpoch()).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("young", 1, 8), absl::UnixEpoch() + absl::Minutes(10)).ok());
+  EXPECT_EQ(q.Schedule(s, absl::UnixEpoch() + absl::Minutes(11)),
+            (std::vector<std::string>{"young"}));
+}
+
+TEST(LargeGangsInOrderOnAnEmptyCluster, AGangWhoseSlicesFitNoDomainStopsNobody) {
+  // Slices of 4 members within one leaf, on leaves of two 8-GPU nodes: never placeable.
+  GangScheduler s(testing::MakeCluster(1, 1, 3, 2, 8));
+  GangSpec old = qt::Gang("old", 4, 8);
+  old.slice.members = 4;
+  old.slice.tier = "leaf";
+  GangQueue q(InOrder(true));
+  ASSERT_TRUE(q.Enqueue(old, absl::UnixEpoch()).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("young", 2, 8), absl::UnixEpoch() + absl::Minutes(10)).ok());
+  EXPECT_EQ(q.Schedule(s, absl::UnixEpoch() + absl::Minutes(11)),
+            (std::vector<std::string>{"young"}));
 }
 
 TEST_F(LargeGangsInOrder, AGangThatFitsOnceNodesDrainStopsTheOthers) {

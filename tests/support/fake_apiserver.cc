@@ -274,6 +274,11 @@ void FakeApiServer::SetWatchLag(const std::string& user_agent_prefix, absl::Dura
   watch_lag_agent_ = user_agent_prefix;
 }
 
+uint64_t FakeApiServer::LaggedWatchWrites() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return watch_lag_ ? watch_lag_->posted() : 0;
+}
+
 void FakeApiServer::DropWatches() {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& w : watches_) {

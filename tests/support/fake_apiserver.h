@@ -60,6 +60,8 @@ class FakeApiServer {
   // change the prefix.
   void SetWatchLag(const std::string& user_agent_prefix, absl::Duration lag,
                    absl::Duration per_event = absl::ZeroDuration());
+  // Watch writes (events and ends) sent through that lag so far: 0 if no client matched.
+  uint64_t LaggedWatchWrites() const;
 
   // Every request must carry `Authorization: Bearer <token>` or gets the API's 401 Status
   // ("" = no authentication, the default).
@@ -181,7 +183,7 @@ class FakeApiServer {
 
   std::string url_;
   std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   int64_t rv_ = 100;
   int64_t compacted_rv_ = 0;

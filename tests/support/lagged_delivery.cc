@@ -21,6 +21,11 @@ void LaggedDelivery::Post(std::function<void()> fn) {
   cv_.notify_all();
 }
 
+uint64_t LaggedDelivery::posted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return posted_;
+}
+
 bool LaggedDelivery::Drain(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   const uint64_t target = posted_;

@@ -32,6 +32,8 @@ class LaggedDelivery {
   LaggedDelivery& operator=(const LaggedDelivery&) = delete;
 
   void Post(std::function<void()> fn);
+  // Callbacks posted so far.
+  uint64_t posted() const;
   // Blocks until everything posted before the call has run (later posts do not hold it up), or
   // Stop, or `timeout` (real time) passes. False on a timeout.
   bool Drain(absl::Duration timeout);
@@ -43,7 +45,7 @@ class LaggedDelivery {
 
   const absl::Duration lag_, per_event_;
   absl::Time last_due_ = absl::InfinitePast();  // when the last posted callback is due
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<absl::Time, std::function<void()>>> queue_;
   bool stopping_ = false;
