@@ -16,29 +16,53 @@ void GangQueue::DropHold(GangScheduler& sched, const Entry& e) {
   if (sched.Find(hold)) (void)sched.Release(hold);
 }
 
-int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang,
-                              absl::Time now) const {
+namespace {
+
+// The SKUs a gang may be placed on, one at a time: the one it names (none if unknown), any mix
+// (kAnySku) if it may mix them, else each in turn, as the planner tries them (planner.cc).
+std::vector<int> CandidateSkus(const Cluster& c, const GangSpec& gang) {
+  if (!gang.sku.empty()) {
+    const int sku = c.FindSku(gang.sku);
+    return sku < 0 ? std::vector<int>{} : std::vector<int>{sku};
+  }
+  if (gang.allow_mixed_sku || c.num_skus() <= 1) return {kAnySku};
+  std::vector<int> skus;
+  for (int s = 0; s < c.num_skus(); ++s) skus.push_back(s);
+  return skus;
+}
+
+}  // namespace
+
+int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang, absl::Time now,
+                              int* hold_sku) const {
   const Cluster& c = sched.cluster();
   int top = gang.required_tier.empty() ? 0 : std::max(0, c.LevelByName(gang.required_tier));
-  int sku = gang.sku.empty() ? kAnySku : c.FindSku(gang.sku);
-  if (!gang.sku.empty() && sku < 0) return -1;
+  const std::vector<int> skus = CandidateSkus(c, gang);
   for (int level = c.node_level(); level >= top; --level) {
     if (c.MaxDomainGpus(level) < gang.total_gpus()) continue;
-    int best = -1, best_cap = -1, best_free = -1;
+    int best = -1, best_sku = kAnySku, best_cap = -1, best_free = -1;
     absl::Time best_ready = absl::InfiniteFuture();
-    for (int d = c.LevelBegin(level); d < c.LevelEnd(level); ++d) {
-      if (PotentialMembers(sched, d, sku, gang.gpus_per_member) < gang.members) continue;
-      int cap = c.MemberCapacity(d, sku, gang.gpus_per_member);
-      int free = c.FreeHealthy(d, sku);
-      const absl::Time ready = options_.hold_domain_soonest
-                                   ? ReadyAt(sched, d, sku, gang.gpus_per_member, gang.members, now)
-                                   : absl::InfiniteFuture();
-      if (best < 0 || ready < best_ready ||
-          (ready == best_ready && (cap > best_cap || (cap == best_cap && free > best_free)))) {
-        best = d, best_cap = cap, best_free = free, best_ready = ready;
+    // A gang that names no SKU holds on one, like its placement: a hold spread over two SKUs
+    // would idle GPUs it could never use together.
+    for (int sku : skus) {
+      for (int d = c.LevelBegin(level); d < c.LevelEnd(level); ++d) {
+        if (PotentialMembers(sched, d, sku, gang.gpus_per_member) < gang.members) continue;
+        int cap = c.MemberCapacity(d, sku, gang.gpus_per_member);
+        int free = c.FreeHealthy(d, sku);
+        const absl::Time ready =
+            options_.hold_domain_soonest
+                ? ReadyAt(sched, d, sku, gang.gpus_per_member, gang.members, now)
+                : absl::InfiniteFuture();
+        if (best < 0 || ready < best_ready ||
+            (ready == best_ready && (cap > best_cap || (cap == best_cap && free > best_free)))) {
+          best = d, best_sku = sku, best_cap = cap, best_free = free, best_ready = ready;
+        }
       }
     }
-    if (best >= 0) return best;
+    if (best >= 0) {
+      *hold_sku = best_sku;
+      return best;
+    }
   }
   return -1;
 }
@@ -52,15 +76,7 @@ bool GangQueue::CouldStartWhenDrained(GangScheduler& sched, const GangSpec& gang
   const int k = std::max(1, gang.slice.members);
   // The planner places a gang on one SKU unless it may mix them (planner.cc), so a gang that
   // names none is tried on each in turn.
-  std::vector<int> skus;
-  if (!gang.sku.empty()) {
-    skus.push_back(c.FindSku(gang.sku));
-    if (skus[0] < 0) return false;
-  } else if (gang.allow_mixed_sku) {
-    skus.push_back(kAnySku);
-  } else {
-    for (int s = 0; s < c.num_skus(); ++s) skus.push_back(s);
-  }
+  const std::vector<int> skus = CandidateSkus(c, gang);
   const std::vector<int> masked =
       hold_exclude ? sched.MaskNodes(hold_exclude(gang)) : std::vector<int>{};
   // Members a drained domain holds: in whole slices of k, each inside one slice-tier domain,
@@ -220,11 +236,11 @@ absl::Time GangQueue::ReadyAt(const GangScheduler& sched, int domain, int sku, i
 bool GangQueue::GrowHold(GangScheduler& sched, Entry& e, absl::Time now) {
   const Cluster& c = sched.cluster();
   const GangSpec& g = e.spec;
-  int sku = g.sku.empty() ? kAnySku : c.FindSku(g.sku);
   if (e.hold_domain < 0 || (!e.holding && options_.hold_domain_soonest) ||
-      PotentialMembers(sched, e.hold_domain, sku, g.gpus_per_member) < g.members) {
-    e.hold_domain = PickHoldDomain(sched, g, now);
+      PotentialMembers(sched, e.hold_domain, e.hold_sku, g.gpus_per_member) < g.members) {
+    e.hold_domain = PickHoldDomain(sched, g, now, &e.hold_sku);
   }
+  const int sku = e.hold_sku;
   if (e.hold_domain < 0) {
     e.claim.clear();
     return false;  // can never fit (too big, or drained): nothing worth holding

@@ -136,8 +136,9 @@ class GangQueue {
   struct Entry {
     GangSpec spec;
     absl::Time enqueued;
-    int hold_domain = -1;  // domain the hold is in, once starved
-    bool holding = false;  // a hold was started (hold_ready_fraction met) and not given up
+    int hold_domain = -1;    // domain the hold is in, once starved
+    int hold_sku = kAnySku;  // the SKU of the nodes it holds there (PickHoldDomain)
+    bool holding = false;    // a hold was started (hold_ready_fraction met) and not given up
     absl::Time hold_since = absl::InfinitePast();
     absl::Time hold_retry_at = absl::InfinitePast();  // after a timeout: no hold before this
     std::vector<int> claim;                           // the nodes the hold waits for, once starved
@@ -219,7 +220,10 @@ class GangQueue {
   // holds nothing: no domain could ever hold the gang, the domain is not ready enough yet
   // (hold_ready_fraction), or the hold timed out and is backing off.
   bool GrowHold(GangScheduler& sched, Entry& e, absl::Time now);
-  int PickHoldDomain(const GangScheduler& sched, const GangSpec& gang, absl::Time now) const;
+  // The domain a starved gang holds in, and in *hold_sku the SKU of the nodes it holds (kAnySku
+  // when it may mix them); -1 if none could ever hold it.
+  int PickHoldDomain(const GangScheduler& sched, const GangSpec& gang, absl::Time now,
+                     int* hold_sku) const;
   // Whether `gang` fits some domain it may use once every gang there has ended, by capacity:
   // healthy GPUs of one SKU (unless it may mix them) on uncordoned nodes, none of its
   // `hold_exclude` nodes, in whole slices (QueueOptions::large_gangs_in_order).

@@ -54,5 +54,26 @@ TEST(GangQueueHoldExclusion, AHoldLeavesTheNodesTheGangMayNotUseAndWaitsForBusyO
   EXPECT_TRUE(s.CheckInvariants().ok());
 }
 
+TEST(GangQueueHoldExclusion, AGangThatNamesNoSkuHoldsNodesOfOneSku) {
+  // Leaves of two 8-GPU nodes, SKUs by leaf in turn: nodes 0-1 and 4-5 H100, 2-3 A100. `big`
+  // (3 x 8) names no SKU and may not mix them, so only the H100 nodes can ever hold it, across
+  // two leaves: its hold domain is the spine, where the A100 nodes are the emptiest. Jobs on
+  // nodes 0 and 4 keep it from starting now.
+  GangScheduler s(testing::MakeCluster(1, 1, 3, 2, 8, "[H100, A100]"));
+  for (int n : {0, 4}) qt::RunOn(s, "r" + std::to_string(n), n, 0, 8);
+  QueueOptions o = qt::HoldAtOnce();
+  o.hold_min_gpus = 8;
+  GangQueue q(o);
+  ASSERT_TRUE(q.Enqueue(qt::Gang("big", 3, 8), absl::UnixEpoch()).ok());
+  EXPECT_TRUE(q.Schedule(s, absl::UnixEpoch()).empty());
+  const std::vector<int> held = qt::HeldNodes(s, "big");
+  EXPECT_FALSE(held.empty());
+  for (int n : held) EXPECT_EQ(s.cluster().SkuName(s.cluster().node(n).sku), "H100") << n;
+  // ... and once the H100 jobs end it starts there.
+  for (int n : {0, 4}) ASSERT_TRUE(s.Release("r" + std::to_string(n)).ok());
+  EXPECT_EQ(q.Schedule(s, absl::UnixEpoch() + absl::Seconds(1)), (std::vector<std::string>{"big"}));
+  EXPECT_TRUE(s.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace topogang
