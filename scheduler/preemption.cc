@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "scheduler/gang_skus.h"
 #include "scheduler/planner.h"
 
 namespace topogang {
@@ -193,14 +194,6 @@ class VictimSearch {
   long cap_ = 0;          // members that fit in the current domain with rel_ freed
 };
 
-std::vector<int> Skus(const Cluster& c, const GangSpec& gang) {
-  if (!gang.sku.empty()) return {c.FindSku(gang.sku)};
-  if (gang.allow_mixed_sku || c.num_skus() == 1) return {kAnySku};
-  std::vector<int> all;
-  for (int s = 0; s < c.num_skus(); ++s) all.push_back(s);
-  return all;
-}
-
 std::vector<int> VictimGpus(const std::vector<Eligible>& eligible, const Candidate& cand) {
   std::vector<int> gpus;
   for (int i : cand.victims) {
@@ -255,7 +248,7 @@ absl::StatusOr<PreemptionPlan> PlanPreemption(const GangScheduler& sched, const 
 
   // Victim sets found, each kept once with its narrowest domain.
   std::map<std::vector<int>, Candidate> found;
-  for (int sku : Skus(c, gang)) {
+  for (int sku : CandidateSkus(c, gang)) {  // an unknown model returned above
     VictimSearch search(c, gang, eligible, sku);
     search.IndexNodes();
     const std::vector<long> pot = search.PotentialPrefix();

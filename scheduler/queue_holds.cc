@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "scheduler/gang_skus.h"
 #include "scheduler/queue_policy.h"
 
 namespace topogang {
@@ -15,23 +16,6 @@ void GangQueue::DropHold(GangScheduler& sched, const Entry& e) {
   std::string hold = HoldName(e.spec.name);
   if (sched.Find(hold)) (void)sched.Release(hold);
 }
-
-namespace {
-
-// The SKUs a gang may be placed on, one at a time: the one it names (none if unknown), any mix
-// (kAnySku) if it may mix them, else each in turn, as the planner tries them (planner.cc).
-std::vector<int> CandidateSkus(const Cluster& c, const GangSpec& gang) {
-  if (!gang.sku.empty()) {
-    const int sku = c.FindSku(gang.sku);
-    return sku < 0 ? std::vector<int>{} : std::vector<int>{sku};
-  }
-  if (gang.allow_mixed_sku || c.num_skus() <= 1) return {kAnySku};
-  std::vector<int> skus;
-  for (int s = 0; s < c.num_skus(); ++s) skus.push_back(s);
-  return skus;
-}
-
-}  // namespace
 
 int GangQueue::PickHoldDomain(const GangScheduler& sched, const GangSpec& gang, absl::Time now,
                               int* hold_sku) const {
