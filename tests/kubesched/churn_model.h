@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,16 +48,39 @@ inline int Steps() {
   return env ? std::atoi(env) : 160;
 }
 
-// (kube-scheduler's, topogangd's) watch lag behind the API server in cluster milliseconds:
-// TOPOGANG_CHURN_WATCH_LAGS_MS, comma-separated "S/D" pairs (default "0/0,2000/0,0/2000"); a bare
-// "S" is "S/0".
-inline std::vector<std::pair<int, int>> WatchLagsMs() {
+// A watch's lag behind the API server in cluster milliseconds: a constant, plus a cost per
+// event (LaggedDelivery: a consumer that slow trails a burst further with every event, then
+// drains).
+struct WatchLag {
+  int ms = 0, per_event_ms = 0;
+};
+// kube-scheduler's and topogangd's.
+struct WatchLags {
+  WatchLag scheduler, daemon;
+};
+inline std::string ToString(const WatchLag& l) {
+  return std::to_string(l.ms) + (l.per_event_ms ? "+" + std::to_string(l.per_event_ms) : "");
+}
+// For gtest's parameter printing.
+inline std::ostream& operator<<(std::ostream& os, const WatchLags& l) {
+  return os << ToString(l.scheduler) << "/" << ToString(l.daemon);
+}
+
+// TOPOGANG_CHURN_WATCH_LAGS_MS: comma-separated "S/D" pairs of kube-scheduler's and topogangd's
+// lags, each "ms" or "ms+per_event_ms" (default "0/0,2000/0,0/2000,200+10/200+20": the last is
+// a burst, such as a gang's pods created at once, trailing 10 and 20 ms further per event); a
+// bare "S" is "S/0".
+inline std::vector<WatchLags> WatchLagsMs() {
   const char* env = std::getenv("TOPOGANG_CHURN_WATCH_LAGS_MS");
-  std::vector<std::pair<int, int>> out;
+  auto lag = [](absl::string_view s) {
+    std::vector<std::string> two = absl::StrSplit(s, '+');
+    return WatchLag{std::atoi(two[0].c_str()), two.size() > 1 ? std::atoi(two[1].c_str()) : 0};
+  };
+  std::vector<WatchLags> out;
   for (absl::string_view p :
-       absl::StrSplit(env ? env : "0/0,2000/0,0/2000", ',', absl::SkipEmpty())) {
+       absl::StrSplit(env ? env : "0/0,2000/0,0/2000,200+10/200+20", ',', absl::SkipEmpty())) {
     std::vector<std::string> two = absl::StrSplit(p, '/');
-    out.emplace_back(std::atoi(two[0].c_str()), two.size() > 1 ? std::atoi(two[1].c_str()) : 0);
+    out.push_back({lag(two[0]), two.size() > 1 ? lag(two[1]) : WatchLag{}});
   }
   return out;
 }

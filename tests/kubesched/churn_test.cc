@@ -21,9 +21,11 @@
 // Seeds: TOPOGANG_CHURN_SEEDS (comma-separated, default "1,2"); steps per seed:
 // TOPOGANG_CHURN_STEPS (default 160); each seed runs once per pair of watch lags, kube-scheduler's
 // and topogangd's behind the API server, TOPOGANG_CHURN_WATCH_LAGS_MS (cluster ms, "S/D" pairs,
-// default "0/0,2000/0,0/2000"): kube-scheduler lagging filters pods deleted seconds ago and
-// offers nodes freed seconds ago as full; topogangd lagging is asked about pods it has not seen
-// and refuses room that kube-scheduler has seen freed. A failure prints the seed and the step log.
+// each a constant with an optional "+cost per event", default "0/0,2000/0,0/2000,200+10/200+20",
+// churn_model.h): kube-scheduler lagging filters pods deleted seconds ago and offers nodes freed
+// seconds ago as full; topogangd lagging is asked about pods it has not seen and refuses room
+// that kube-scheduler has seen freed; with a cost per event, a burst trails further as it goes. A
+// failure prints the seed and the step log.
 #include <cpprest/http_client.h>
 #include <gtest/gtest.h>
 
@@ -72,24 +74,27 @@ using churn::NodeSpec;
 using churn::Seeds;
 using churn::Steps;
 
-// (seed, (kube-scheduler's watch lag, topogangd's watch lag) in cluster ms)
-class ChurnEndToEnd
-    : public churn::ChurnCluster,
-      public ::testing::WithParamInterface<std::tuple<uint64_t, std::pair<int, int>>> {
+// (seed, kube-scheduler's and topogangd's watch lags)
+class ChurnEndToEnd : public churn::ChurnCluster,
+                      public ::testing::WithParamInterface<std::tuple<uint64_t, churn::WatchLags>> {
  protected:
   uint64_t Seed() const { return std::get<0>(GetParam()); }
+  const churn::WatchLags& WatchLags() const { return std::get<1>(GetParam()); }
   std::string Lags() const {
-    return absl::StrCat(std::get<1>(GetParam()).first, "-", std::get<1>(GetParam()).second);
+    return absl::StrCat(ToString(WatchLags().scheduler), "-", ToString(WatchLags().daemon));
   }
   void SetUp() override {
     MakeCluster();
-    const auto [scheduler_ms, daemon_ms] = std::get<1>(GetParam());
+    const churn::WatchLag s = WatchLags().scheduler, d = WatchLags().daemon;
     // topogangd runs in real time with its durations divided by kTimeScale; so does its lag.
-    if (daemon_ms > 0) {
-      api.SetWatchLag("topogangd/", absl::Milliseconds(daemon_ms) / testing::kTimeScale);
+    if (d.ms > 0 || d.per_event_ms > 0) {
+      api.SetWatchLag("topogangd/", absl::Milliseconds(d.ms) / testing::kTimeScale,
+                      absl::Milliseconds(d.per_event_ms) / testing::kTimeScale);
     }
-    const absl::Duration lag = absl::Milliseconds(scheduler_ms);
-    StartAll("", [lag](EmulatorOptions& o) { o.watch_lag = lag; });
+    StartAll("", [s](EmulatorOptions& o) {
+      o.watch_lag = absl::Milliseconds(s.ms);
+      o.watch_event_cost = absl::Milliseconds(s.per_event_ms);
+    });
   }
   void TearDown() override {
     StopChecker();
@@ -445,8 +450,8 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
             << absl::FormatDuration(drained - churned) << " (longest without a start "
             << absl::FormatDuration(longest_stall_) << "); " << wakes
             << " gangs started by the queue while their pods waited, woken; kube-scheduler "
-            << "(watch lag " << absl::FormatDuration(emu->options().watch_lag) << ", topogangd's "
-            << std::get<1>(GetParam()).second << " ms"
+            << "(watch lags in cluster ms, + per event: " << WatchLags() << ", topogangd's "
+            << api.LaggedWatchWrites() << " events delivered late"
             << "): " << emu->counters().filter_errors << " filter errors, "
             << emu->counters().bind_failures << " failed binds\n";
   if (std::getenv("TOPOGANG_CHURN_VERBOSE")) {
