@@ -37,6 +37,7 @@ struct TopogangdOptions {
   // More keys of the daemon: mapping, e.g. "spares: {per_domain: 1}".
   std::string daemon_extra = "";
   absl::Duration ready_timeout = absl::Seconds(30);
+  int port = 0;  // the HTTP port; 0: a free one (a restart passes the old one)
 };
 
 class TopogangdProcess {
@@ -67,7 +68,7 @@ class TopogangdProcess {
         << "daemon: {bind_window_ms: " << o.bind_window_ms
         << ", bind_parallelism: " << o.bind_parallelism
         << (o.daemon_extra.empty() ? "" : ", " + o.daemon_extra) << "}\n";
-    port_ = FreeLoopbackPort();
+    port_ = o.port > 0 ? o.port : FreeLoopbackPort();
     const std::vector<std::string> args = {"topogangd",
                                            "--kubeconfig",
                                            (dir_ / "kubeconfig").string(),
@@ -131,7 +132,16 @@ class TopogangdProcess {
     pid_ = -1;
   }
 
+  // SIGKILL: a crash or an OOM kill; nothing is answered or cleaned up.
+  void Kill() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int port() const { return port_; }
   std::string log_path() const { return (dir_ / "topogangd.log").string(); }
   // Everything topogangd wrote so far (stdout and stderr).
   std::string Log() const {
