@@ -6,7 +6,46 @@
 
 namespace topogang {
 
+namespace {
+
+// Deeper nesting is refused before nlohmann builds anything. ordered_json copies an object's
+// members when the object grows (its pairs have const keys, so they are not moved), one recursion
+// per level of a member's nesting: {"a":[[[...]]],"b":1} about 50,000 deep overflowed an 8 MB
+// thread stack, so a 100 KB request body took the daemon down. simdjson's limit is the same.
+constexpr int kMaxJsonDepth = 1024;
+
+// Whether the nesting of `text` goes deeper than kMaxJsonDepth; brackets inside strings do not
+// count. Up to the first syntax error this is the parser's own depth; past it the text is refused
+// either way (perhaps for depth rather than for that error).
+bool TooDeep(absl::string_view text) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 absl::StatusOr<Json> ParseJson(absl::string_view text) {
+  if (TooDeep(text)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid JSON: nesting deeper than ", kMaxJsonDepth, " levels"));
+  }
   Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) {
     // Re-parse with exceptions only to get a position for the message (rare path).
@@ -14,7 +53,13 @@ absl::StatusOr<Json> ParseJson(absl::string_view text) {
       Json ignored = Json::parse(text.begin(), text.end());
       (void)ignored;
     } catch (const Json::exception& e) {
-      return absl::InvalidArgumentError(absl::StrCat("invalid JSON: ", e.what()));
+      // nlohmann quotes the bytes it last read, which need not be UTF-8, and the message goes
+      // into replies (a filter's Error): keep it ASCII.
+      std::string what = e.what();
+      for (char& c : what) {
+        if (static_cast<unsigned char>(c) >= 0x80) c = '?';
+      }
+      return absl::InvalidArgumentError(absl::StrCat("invalid JSON: ", what));
     }
     return absl::InvalidArgumentError("invalid JSON");
   }

@@ -15,7 +15,8 @@ namespace topogang {
 
 using Json = nlohmann::ordered_json;
 
-// Parses text; syntax errors become InvalidArgument naming the byte offset.
+// Parses text; syntax errors become InvalidArgument naming the byte offset, and nesting deeper
+// than 1024 levels is refused (deeper values overflow the stack when nlohmann copies them).
 absl::StatusOr<Json> ParseJson(absl::string_view text);
 
 // The member of `obj` named `key` (exact match first, then case-insensitive), or nullptr when
