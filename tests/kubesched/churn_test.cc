@@ -453,7 +453,9 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
             << "(watch lags in cluster ms, + per event: " << WatchLags() << ", topogangd's "
             << api.LaggedWatchWrites() << " events delivered late"
             << "): " << emu->counters().filter_errors << " filter errors, "
-            << emu->counters().bind_failures << " failed binds\n";
+            << emu->counters().bind_failures << " failed binds, " << emu->counters().fit_errors
+            << " refusals, " << emu->counters().condition_writes
+            << " PodScheduled conditions written\n";
   if (std::getenv("TOPOGANG_CHURN_VERBOSE")) {
     // Why kube-scheduler's cycles and binds failed (the last decision_log_size decisions), by
     // the first words of the message with every number as '#'.

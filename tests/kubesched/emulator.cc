@@ -56,6 +56,7 @@ Emulator::Emulator(EmulatorOptions options)
     }
   }
   api_binder_ = std::make_unique<ApiBinder>(options_.api_server_url, &clock_);
+  condition_writer_ = std::make_unique<PodConditionWriter>(options_.api_server_url);
 }
 
 Emulator::~Emulator() { Stop(); }
@@ -121,6 +122,7 @@ void Emulator::Stop() {
   queue_.Close();
   for (auto& e : extenders_) e->CancelAll();
   api_binder_->CancelAll();
+  condition_writer_->CancelAll();
   {
     std::lock_guard<std::mutex> lock(flush_mu_);
     flush_cv_.notify_all();

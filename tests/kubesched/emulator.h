@@ -41,6 +41,7 @@
 #include "tests/kubesched/clock.h"
 #include "tests/kubesched/extender_client.h"
 #include "tests/kubesched/informer.h"
+#include "tests/kubesched/pod_condition.h"
 #include "tests/kubesched/scheduler_cache.h"
 #include "tests/kubesched/scheduling_queue.h"
 #include "tests/support/lagged_delivery.h"
@@ -68,6 +69,9 @@ struct EmulatorOptions {
   // Virtual time the cache takes per informer callback on top of that (LaggedDelivery's
   // per_event): a burst of events reaches it later and later, then the backlog drains.
   absl::Duration watch_event_cost = absl::ZeroDuration();
+  // Write PodScheduled=False on a pod after a failed attempt, when the condition changes
+  // (pod_condition.h), as kube-scheduler does: one more pod event per changed refusal message.
+  bool write_pod_conditions = true;
 };
 
 // Counters since Start().
@@ -84,8 +88,9 @@ struct EmulatorCounters {
   int64_t bind_calls = 0;      // extender bind requests
   int64_t api_bind_calls = 0;  // pods/binding POSTs (no binder extender interested)
   int64_t binds_ok = 0;
-  int64_t bind_failures = 0;    // either kind
-  int64_t binds_in_flight = 0;  // right now
+  int64_t bind_failures = 0;     // either kind
+  int64_t binds_in_flight = 0;   // right now
+  int64_t condition_writes = 0;  // PodScheduled=False PATCHes sent (write_pod_conditions)
   // Real time spent inside scheduling cycles, by phase (for benchmarks: where a cycle goes).
   absl::Duration own_filter_time;       // the emulator's own filter plugins
   absl::Duration extender_filter_time;  // extender filter calls, round trip
@@ -172,8 +177,12 @@ class Emulator {
   void Bind(QueuedPodInfo info, const std::string& node);
   void OnBindDone(QueuedPodInfo info, const std::string& node, absl::Status status);
   // handleSchedulingFailure: requeue unless the pod is gone or already assigned.
+  // handleSchedulingFailure: requeue, then the PodScheduled condition. `unschedulable`: the
+  // attempt was rejected (reason Unschedulable), not an error (SchedulerError).
   QueueName HandleFailure(QueuedPodInfo info, bool fit_error,
-                          const std::set<std::string>& rejectors);
+                          const std::set<std::string>& rejectors, bool unschedulable,
+                          const std::string& message);
+  QueueName RequeueAfterFailure(QueuedPodInfo info);
   bool Responsible(const Pod& pod) const { return pod.scheduler_name == options_.scheduler_name; }
   void Log(Decision d);
   void Changed();
@@ -186,6 +195,7 @@ class Emulator {
   std::vector<std::unique_ptr<ExtenderClient>> extenders_;  // non-ignorable first
   std::set<std::string> ignored_resources_;
   std::unique_ptr<ApiBinder> api_binder_;
+  std::unique_ptr<PodConditionWriter> condition_writer_;
   std::unique_ptr<Informer> node_informer_, pod_informer_;
   std::unique_ptr<topogang::testing::LaggedDelivery>
       lagged_;  // with watch_lag: runs the informers' callbacks

@@ -257,7 +257,8 @@ class GangScenarioTest : public ::testing::Test {
     for (const auto& [msg, n] : errors) std::cerr << n << " scheduling errors: " << msg << "\n";
     std::cerr << "created in " << (created - t0) << "; last creation to all bound "
               << (finished - created) << " (real); " << c.cycles << " cycles, " << c.bind_calls
-              << " bind calls, " << c.bind_failures << " answered with an error; "
+              << " bind calls, " << c.bind_failures << " answered with an error, "
+              << c.condition_writes << " PodScheduled conditions written; "
               << watch.samples() << " samples, " << log.samples_between
               << " during the barrier's bindings (" << (log.all_bound - log.first_bound) << ")\n";
     ASSERT_TRUE(done) << log.bound << " of " << kMembers << " bound " << (finished - created)

@@ -136,7 +136,7 @@ void Emulator::ScheduleOne(QueuedPodInfo info) {
       }
     }
     d.kind = unschedulable ? Decision::Kind::kFitError : Decision::Kind::kError;
-    d.requeued_to = HandleFailure(std::move(info), fit, r.rejectors);
+    d.requeued_to = HandleFailure(std::move(info), fit, r.rejectors, unschedulable, r.message);
     Log(std::move(d));
     return;
   }
@@ -371,7 +371,8 @@ void Emulator::OnBindDone(QueuedPodInfo info, const std::string& node, absl::Sta
     if (cache_.ForgetPod(pod->uid).ok()) MoveAll(AssignedPodDeleteEvent(assumed));
     d.kind = Decision::Kind::kBindFailed;
     d.message = std::string(status.message());
-    d.requeued_to = HandleFailure(std::move(info), /*fit_error=*/false, {});
+    d.requeued_to = HandleFailure(std::move(info), /*fit_error=*/false, {},
+                                  /*unschedulable=*/false, d.message);
     Log(std::move(d));
   }
   // Last: once binds_in_flight drops, Stop() may return and the emulator go away, so nothing
@@ -383,8 +384,26 @@ void Emulator::OnBindDone(QueuedPodInfo info, const std::string& node, absl::Sta
 }
 
 QueueName Emulator::HandleFailure(QueuedPodInfo info, bool fit_error,
-                                  const std::set<std::string>& rejectors) {
+                                  const std::set<std::string>& rejectors, bool unschedulable,
+                                  const std::string& message) {
   if (fit_error) info.unschedulable_plugins = rejectors;
+  // updatePod runs after the requeue, on the pod as the attempt saw it, and whether or not it
+  // was requeued (pkg/scheduler/schedule_one.go handleSchedulingFailure).
+  const PodPtr attempted = info.pod;
+  const QueueName q = RequeueAfterFailure(std::move(info));
+  if (options_.write_pod_conditions && !stopping_) {
+    if (auto patch =
+            PodScheduledFalsePatch(*attempted, unschedulable ? "Unschedulable" : "SchedulerError",
+                                   message, clock_.Now())) {
+      condition_writer_->PatchAsync(*attempted, *patch);
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_.condition_writes;
+    }
+  }
+  return q;
+}
+
+QueueName Emulator::RequeueAfterFailure(QueuedPodInfo info) {
   const std::string uid = info.pod->uid;
   PodPtr cached;
   {

@@ -5,6 +5,7 @@
 #include <cpprest/http_listener.h>
 #include <cpprest/producerconsumerstream.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "absl/strings/match.h"
@@ -229,6 +230,43 @@ Json FakeApiServer::GetNode(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = nodes_.find(name);
   return it == nodes_.end() ? Json() : it->second;
+}
+
+int FakeApiServer::pod_status_patches() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pod_status_patches_;
+}
+
+// The part of a strategic merge patch a pod's status takes from kube-scheduler: status.conditions
+// merge by "type" (the list's patchMergeKey), "$..." directives are dropped, every other status
+// field is replaced, null deletes.
+void FakeApiServer::MergePodStatusPatch(Json* pod, const Json& patch) {
+  const auto st = patch.find("status");
+  if (st == patch.end() || !st->is_object()) return;
+  Json& status = (*pod)["status"];
+  if (!status.is_object()) status = Json::object();
+  for (const auto& [k, v] : st->items()) {
+    if (!k.empty() && k[0] == '$') continue;
+    if (v.is_null()) {
+      status.erase(k);
+    } else if (k == "conditions" && v.is_array()) {
+      Json& conds = status["conditions"];
+      if (!conds.is_array()) conds = Json::array();
+      for (const Json& c : v) {
+        if (!c.is_object() || !c.contains("type")) continue;
+        auto same = std::find_if(conds.begin(), conds.end(), [&](const Json& o) {
+          return o.is_object() && o.value("type", Json()) == c["type"];
+        });
+        if (same == conds.end()) {
+          conds.push_back(c);
+        } else {
+          for (const auto& [ck, cv] : c.items()) (*same)[ck] = cv;
+        }
+      }
+    } else {
+      status[k] = v;
+    }
+  }
 }
 
 int FakeApiServer::node_patches() {
@@ -749,6 +787,26 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = pods_.find(key);
         if (it == pods_.end()) return ReplyJson(req, 404, StatusJson(404, "NotFound", "not found"));
+        return ReplyJson(req, 200, it->second);
+      }
+      // PATCH .../pods/{name}/status: kube-scheduler's PodScheduled condition
+      // (pkg/scheduler/util/utils.go PatchPodStatus: a strategic merge patch of the status).
+      if (parts.size() == 7 && parts[6] == "status" && req.method() == methods::PATCH) {
+        Json patch = Json::parse(body, nullptr, false);
+        if (patch.is_discarded() || !patch.is_object()) {
+          return ReplyJson(req, 400, StatusJson(400, "BadRequest", "not a JSON object"));
+        }
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = pods_.find(key);
+        if (it == pods_.end()) {
+          return ReplyJson(req, 404,
+                           StatusJson(404, "NotFound", "pods \"" + parts[5] + "\" not found"));
+        }
+        MergePodStatusPatch(&it->second, patch);
+        it->second["metadata"]["resourceVersion"] = std::to_string(++rv_);
+        ++pod_status_patches_;
+        Emit("pods", "MODIFIED", it->second);
+        cv_.notify_all();
         return ReplyJson(req, 200, it->second);
       }
       if (parts.size() == 7 && parts[6] == "eviction" && req.method() == methods::POST) {

@@ -79,6 +79,7 @@ class FakeApiServer {
   void SetListHook(std::function<void(const std::string& kind)> hook);
   Json GetNode(const std::string& name);  // null when absent
   int node_patches();
+  int pod_status_patches();  // PATCHes of pods/status (kube-scheduler's PodScheduled condition)
   std::vector<Json> events();
   // --- Leases -----------------------------------------------------------------------------------
   // GET 404 when absent; POST 201 or 409 AlreadyExists; PUT 404 when absent, 409 Conflict when
@@ -210,7 +211,8 @@ class FakeApiServer {
   int discovery_requests_ = 0;
   void HandleCustom(void* request, const std::vector<std::string>& parts);
   std::vector<Json> bindings_, events_;
-  int node_patches_ = 0;
+  int node_patches_ = 0, pod_status_patches_ = 0;
+  static void MergePodStatusPatch(Json* pod, const Json& patch);
   std::string required_token_;
   std::vector<std::string> authorizations_;
   struct StoredLease {
