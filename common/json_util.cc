@@ -133,12 +133,50 @@ std::string DumpJson(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+
+// Length of the well-formed UTF-8 sequence at s[i] (a lead byte >= 0x80), 0 when it is not one:
+// a stray continuation byte, an overlong form, a surrogate, past U+10FFFF, or cut short (text
+// truncated by bytes). RFC 3629, section 4.
+size_t Utf8SequenceLength(absl::string_view s, size_t i) {
+  const auto at = [&](size_t k) -> int {
+    return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : -1;
+  };
+  const int c = at(0);
+  auto cont = [&](size_t k, int lo = 0x80, int hi = 0xBF) {
+    const int b = at(k);
+    return b >= lo && b <= hi;
+  };
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;
+  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+}  // namespace
+
+// Bytes that are not UTF-8 become \ufffd, as Go's encoding/json writes them: the reply stays
+// JSON however a message was cut or whatever bytes a peer sent.
 void AppendJsonString(std::string* out, absl::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out->push_back('"');
   size_t run = 0;  // start of the pending run of characters that need no escaping
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      if (const size_t n = Utf8SequenceLength(s, i); n > 0) {
+        i += n - 1;
+        continue;
+      }
+      out->append(s.data() + run, i - run);
+      run = i + 1;
+      out->append("\\ufffd");
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     out->append(s.data() + run, i - run);
     run = i + 1;

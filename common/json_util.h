@@ -41,7 +41,8 @@ std::string DumpJson(const Json& j);
 
 // Appends `s` as a JSON string literal (quotes included). For hot paths that build large replies
 // by hand: nlohmann's ordered_json inserts into objects in linear time, so a 12,500-entry
-// FailedNodes map built through it would be quadratic.
+// FailedNodes map built through it would be quadratic. Bytes that are not UTF-8 (a message cut
+// mid-character, a peer's raw bytes) are written as \ufffd, as Go's encoding/json does.
 void AppendJsonString(std::string* out, absl::string_view s);
 
 }  // namespace topogang

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "common/json_util.h"
 #include "extender/wire_types.h"
 #include "k8s/gang_labels.h"
 #include "k8s/node_info.h"
@@ -54,6 +55,27 @@ TEST(JsonTest, InvalidJsonIsAnError) {
   for (const char* bad : {"", "{", "{\"Pod\":}", "nul", "[1,]", "\"\\uZZZZ\""}) {
     EXPECT_FALSE(ParseJson(bad).ok()) << bad;
   }
+}
+
+TEST(JsonTest, AppendJsonStringKeepsUtf8AndReplacesWhatIsNot) {
+  auto lit = [](absl::string_view s) {
+    std::string out;
+    AppendJsonString(&out, s);
+    return out;
+  };
+  // Well-formed UTF-8 (2, 3 and 4 bytes) passes as it is.
+  EXPECT_EQ(lit("caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x9a\x80"),
+            "\"caf\xc3\xa9 \xe6\x97\xa5 \xf0\x9f\x9a\x80\"");
+  // A character cut short, a stray continuation byte, an overlong '/', a surrogate, past
+  // U+10FFFF: each bad byte is \ufffd, and the literal is JSON again.
+  for (const char* bad : {"ok\xc3", "ok\xc3(", "\x80ok", "\xc0\xafok", "\xed\xa0\x80ok",
+                          "\xf4\x90\x80\x80ok", "\xff"}) {
+    const std::string out = lit(bad);
+    EXPECT_NE(out.find("\\ufffd"), std::string::npos) << out;
+    auto parsed = ParseJson(out);
+    ASSERT_TRUE(parsed.ok()) << out << ": " << parsed.status();
+  }
+  EXPECT_EQ(lit("ok\xc3("), "\"ok\\ufffd(\"");
 }
 
 TEST(WireTest, FilterResultUsesExactGoKeysAndIntegerScores) {
