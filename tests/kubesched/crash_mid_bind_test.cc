@@ -33,13 +33,7 @@ constexpr int kNodes = 10, kMembers = 8;
 class CrashMidBindEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (int i = 0; i < kNodes; ++i) {
-      Json n = topogang::testing::MakeNode(absl::StrCat("n", i), 8,
-                                           {{"network.topology.nvidia.com/spine", "spine-0"},
-                                            {"network.topology.nvidia.com/leaf", "leaf-0"}});
-      n["status"]["allocatable"]["pods"] = "110";
-      api.PutNode(n);
-    }
+    for (int i = 0; i < kNodes; ++i) testing::PutGpuNode(api, absl::StrCat("n", i), "leaf-0");
     // The first two bindings go through; the next ones wait here until the test lets them go
     // (after the kill). Two pool threads (bind_parallelism 2) are then stuck in them, so the
     // gang's other four bindings are never posted by the process that dies.

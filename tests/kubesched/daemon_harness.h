@@ -6,8 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/kubesched/emulator.h"
@@ -29,6 +32,31 @@ inline EmulatorOptions DeployedSchedulerOptions(const std::string& api_url,
   o.percentage_of_nodes_to_score = 100;
   o.time_scale = kTimeScale;
   return o;
+}
+
+// An 8-GPU node under spine-0 and `leaf` (plus `labels`), with kubelet's pod capacity.
+inline void PutGpuNode(topogang::testing::FakeApiServer& api, const std::string& name,
+                       const std::string& leaf, std::map<std::string, std::string> labels = {}) {
+  labels["network.topology.nvidia.com/spine"] = "spine-0";
+  labels["network.topology.nvidia.com/leaf"] = leaf;
+  Json n = topogang::testing::MakeNode(name, 8, labels);
+  n["status"]["allocatable"]["pods"] = "110";
+  api.PutNode(n);
+}
+
+// Two pools of four such nodes, a0-a3 and b0-b3, one leaf each, labelled pool=a|b; b0 alone is
+// labelled blocker=yes (where a test puts a busy job). Returns pool a's and pool b's names.
+inline std::pair<std::set<std::string>, std::set<std::string>> PutTwoPools(
+    topogang::testing::FakeApiServer& api) {
+  std::pair<std::set<std::string>, std::set<std::string>> pools;
+  for (const char* pool : {"a", "b"}) {
+    for (int i = 0; i < 4; ++i) {
+      const std::string name = pool + std::to_string(i);
+      PutGpuNode(api, name, pool, {{"pool", pool}, {"blocker", name == "b0" ? "yes" : "no"}});
+      (*pool == 'a' ? pools.first : pools.second).insert(name);
+    }
+  }
+  return pools;
 }
 
 // Put the cluster's nodes into `api` in SetUp, then call StartAll (with extra daemon: keys, and

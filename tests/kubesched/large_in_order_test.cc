@@ -8,6 +8,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,21 +21,7 @@ using testing::GangPod;
 
 class LargeInOrderEndToEnd : public testing::EmulatedDaemonTest {
  protected:
-  void SetUp() override {
-    for (const char* pool : {"a", "b"}) {
-      for (int i = 0; i < 4; ++i) {
-        const std::string name = absl::StrCat(pool, i);
-        Json n = topogang::testing::MakeNode(name, 8,
-                                             {{"network.topology.nvidia.com/spine", "spine-0"},
-                                              {"network.topology.nvidia.com/leaf", pool},
-                                              {"pool", pool},
-                                              {"blocker", name == "b0" ? "yes" : "no"}});
-        n["status"]["allocatable"]["pods"] = "110";
-        api.PutNode(n);
-        (*pool == 'a' ? pool_a : pool_b).insert(name);
-      }
-    }
-  }
+  void SetUp() override { std::tie(pool_a, pool_b) = testing::PutTwoPools(api); }
   // "Large" is 16+ GPUs here (hold_min_gpus), starved at once; kube-scheduler flushes its
   // unschedulable queue after 10 s of its time (1 s real) instead of five minutes.
   void Start(bool in_order) {

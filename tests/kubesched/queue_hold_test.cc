@@ -8,6 +8,7 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -22,19 +23,7 @@ class QueueHoldEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
     // Two pools of four nodes, one leaf each; node b0 is where the busy job goes.
-    for (const char* pool : {"a", "b"}) {
-      for (int i = 0; i < 4; ++i) {
-        const std::string name = absl::StrCat(pool, i);
-        Json n = topogang::testing::MakeNode(name, 8,
-                                             {{"network.topology.nvidia.com/spine", "spine-0"},
-                                              {"network.topology.nvidia.com/leaf", pool},
-                                              {"pool", pool},
-                                              {"blocker", name == "b0" ? "yes" : "no"}});
-        n["status"]["allocatable"]["pods"] = "110";
-        api.PutNode(n);
-        (*pool == 'a' ? pool_a : pool_b).insert(name);
-      }
-    }
+    std::tie(pool_a, pool_b) = testing::PutTwoPools(api);
     // Gangs of 16+ GPUs that do not fit are held GPUs at once (no starvation wait: the daemon's
     // clock is not scaled). kube-scheduler flushes its unschedulable queue after 10 s of its
     // time (1 s real) instead of five minutes; nothing else about its retries changes.

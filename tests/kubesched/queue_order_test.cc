@@ -22,13 +22,7 @@ constexpr int kNodes = 8, kGangs = 6;
 class QueueOrderEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
-    for (int i = 0; i < kNodes; ++i) {
-      Json n = topogang::testing::MakeNode(absl::StrCat("n", i), 8,
-                                           {{"network.topology.nvidia.com/spine", "spine-0"},
-                                            {"network.topology.nvidia.com/leaf", "leaf-0"}});
-      n["status"]["allocatable"]["pods"] = "110";
-      api.PutNode(n);
-    }
+    for (int i = 0; i < kNodes; ++i) testing::PutGpuNode(api, absl::StrCat("n", i), "leaf-0");
     StartAll();
   }
   // Gangs (of kGangs) whose pods are all bound.
