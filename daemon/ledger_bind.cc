@@ -200,11 +200,7 @@ void GangLedger::AnswerHeldLocked(absl::Time now, FailList* fail) {
       continue;
     }
     std::vector<std::string> nodes = SlotNodesLocked(*b);
-    int arrived = 0, held = 0;
-    for (size_t i = 0; i < e.slots.size(); ++i) {
-      const Member& m = e.slots[i];
-      arrived += m.bound || (i < nodes.size() && m.arrived_node == nodes[i]) ? 1 : 0;
-    }
+    int held = 0;
     for (size_t i = 0; i < e.slots.size(); ++i) {
       Member& m = e.slots[i];
       if (!m.held) continue;
@@ -219,9 +215,12 @@ void GangLedger::AnswerHeldLocked(absl::Time now, FailList* fail) {
       } else if (m.held_until <= now) {
         fail->emplace_back(
             std::move(m.held),
-            absl::StrCat("topogang: waiting for the rest of gang ", *b, " (", arrived, " of ",
-                         e.spec.members, " members have reached bind); this pod keeps its slot on ",
-                         node, " and is bound with its gang once every member has arrived"));
+            // No count of the members arrived: kube-scheduler writes the pod's PodScheduled
+            // condition whenever this text changes (updatePod), one API write per retry of
+            // every member through its client's QPS limit, and each write requeues the pod.
+            absl::StrCat("topogang: waiting for the rest of gang ", *b, " (", e.spec.members,
+                         " members) to reach bind; this pod keeps its slot on ", node,
+                         " and is bound with its gang once every member has arrived"));
         m.held = nullptr;
       } else {
         ++held;

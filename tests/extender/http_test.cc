@@ -192,7 +192,7 @@ TEST(HttpTest, HeldBindsAreAnsweredBeforeHttpTimeoutAndTheReservationStays) {
     EXPECT_EQ(r.status, 200);
     auto res = ParseBindingResult(r.body);
     ASSERT_TRUE(res.ok());
-    EXPECT_NE(res->error.find("3 of 4 members have reached bind"), std::string::npos) << res->error;
+    EXPECT_NE(res->error.find("(4 members) to reach bind"), std::string::npos) << res->error;
   }
   EXPECT_TRUE(h.memory().Bindings().empty()) << "no partial gang";
   EXPECT_EQ(h.UsedGpus(), 32) << "the members keep their slots while the gang fills";
