@@ -577,7 +577,7 @@ TEST(KubeSyncTest, GangBindsThroughTheBindingSubresourceAndEmitsEvents) {
   std::string m0 = Filter1(d.h(), h0, names);
   ASSERT_FALSE(m0.empty());
   auto r = BindAsync(d.h(), h0, m0).get();
-  EXPECT_NE(r.body.find("reached bind"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("to reach bind"), std::string::npos) << r.body;
   EXPECT_TRUE(api.WaitFor([&] {
     for (const Json& e : api.events()) {
       if (e.value("reason", "") == "GangExpired" && e["involvedObject"]["name"] == "h-0" &&
