@@ -258,9 +258,9 @@ class GangScenarioTest : public ::testing::Test {
     std::cerr << "created in " << (created - t0) << "; last creation to all bound "
               << (finished - created) << " (real); " << c.cycles << " cycles, " << c.bind_calls
               << " bind calls, " << c.bind_failures << " answered with an error, "
-              << c.condition_writes << " PodScheduled conditions written; "
-              << watch.samples() << " samples, " << log.samples_between
-              << " during the barrier's bindings (" << (log.all_bound - log.first_bound) << ")\n";
+              << c.condition_writes << " PodScheduled conditions written; " << watch.samples()
+              << " samples, " << log.samples_between << " during the barrier's bindings ("
+              << (log.all_bound - log.first_bound) << ")\n";
     ASSERT_TRUE(done) << log.bound << " of " << kMembers << " bound " << (finished - created)
                       << " after the last pod was created";
     for (const std::string& v : log.violations) ADD_FAILURE() << v;
