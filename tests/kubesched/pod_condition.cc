@@ -1,7 +1,5 @@
 #include "tests/kubesched/pod_condition.h"
 
-#include "absl/time/clock.h"
-
 namespace topogang::kubesched {
 
 using web::http::http_request;
@@ -54,12 +52,11 @@ void PodConditionWriter::PatchAsync(const Pod& pod, const Json& patch) {
   req.set_request_uri("/api/v1/namespaces/" + web::uri::encode_data_string(pod.ns) + "/pods/" +
                       web::uri::encode_data_string(pod.name) + "/status");
   req.set_body(patch.dump(), "application/strategic-merge-patch+json");
-  ++sent_;
-  client_->request(req, cancel_->get_token()).then([failed = failed_](pplx::task<http_response> t) {
+  // The answer is dropped: a pod gone meanwhile or a server stopping is only logged upstream.
+  client_->request(req, cancel_->get_token()).then([](pplx::task<http_response> t) {
     try {
-      if (t.get().status_code() >= 300) ++*failed;
+      t.get();
     } catch (const std::exception&) {
-      ++*failed;  // a pod gone meanwhile, the server stopping: kube-scheduler only logs it
     }
   });
 }

@@ -8,8 +8,6 @@
 
 #include <cpprest/http_client.h>
 
-#include <atomic>
-#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,23 +23,18 @@ namespace topogang::kubesched {
 std::optional<Json> PodScheduledFalsePatch(const Pod& pod, const std::string& reason,
                                            const std::string& message, absl::Time now);
 
-// PATCHes pods/status at the API server without waiting for the answer (kube-scheduler logs a
-// failed write and goes on).
+// PATCHes pods/status at the API server without waiting for the answer: kube-scheduler logs a
+// failed write and goes on (Emulator counts the writes sent, EmulatorCounters::condition_writes).
 class PodConditionWriter {
  public:
   explicit PodConditionWriter(const std::string& server_url);
   ~PodConditionWriter();
   void PatchAsync(const Pod& pod, const Json& patch);
   void CancelAll();
-  int64_t sent() const { return sent_; }
-  int64_t failed() const { return *failed_; }
 
  private:
   std::unique_ptr<web::http::client::http_client> client_;
   std::unique_ptr<pplx::cancellation_token_source> cancel_;
-  std::atomic<int64_t> sent_{0};
-  // Shared with the answers' continuations, which may outlive the writer.
-  std::shared_ptr<std::atomic<int64_t>> failed_ = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 }  // namespace topogang::kubesched
