@@ -1,10 +1,13 @@
 // Over 500 lines: one command's flag table, parsing and output; the logic lives in sim/.
 #include "cli/simulate.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -17,7 +20,9 @@
 #include "sim/engine.h"
 #include "sim/feature_report.h"
 #include "sim/generator.h"
+#include "sim/jct_bound.h"
 #include "sim/job_classes.h"
+#include "sim/metrics.h"
 #include "sim/network_model.h"
 #include "sim/policy.h"
 #include "sim/report.h"
@@ -103,6 +108,14 @@ Trace generation (docs/traces.md):
                           half their members (for topogang+elastic)
   --slow-node-share S     share of the nodes made slow for the whole trace (@slow rows)
   --write-trace FILE      save the generated trace; without --policy, only that is done
+  --lower-bound           also print a lower bound on the mean JCT that no scheduler can beat
+                          on this trace and cluster (sim/jct_bound.h: ideal placements, one
+                          fluid pool of GPUs, SRPT), each policy's mean JCT over it, and with
+                          --out write bound.csv
+  --lower-bound-max-wait-256 S|best  the same bound under a promise that every gang of >= 256
+                          GPUs starts within S seconds of its arrival; `best`: within the
+                          shortest longest-256+ wait of the baselines run, the policies not
+                          named topogang* (implies --lower-bound)
 )";
 
 bool ParseDouble(const Args& a, const std::string& k, double def, double lo, double hi,
@@ -128,6 +141,55 @@ bool WriteFile(const std::filesystem::path& p, const std::string& text) {
     return false;
   }
   return true;
+}
+
+std::string Duration(double s);
+
+// Prints lower bounds no scheduler beats, over the jobs the runs counted, and each policy's
+// figure over them: the mean JCT (sim/jct_bound.h), without a promise and, when `max_wait_256`
+// is >= 0, with every 256+ gang started within it; the p95 JCT, at least the p95 of the jobs'
+// durations since no job ends before its own. Returns bound.csv's text.
+std::string LowerBounds(const Cluster& cluster, const sim::Trace& trace,
+                        const std::vector<sim::PolicyResult>& results, double max_wait_256) {
+  std::vector<sim::BoundJob> jobs;
+  std::vector<double> durations;
+  for (size_t i = 0; i < trace.jobs.size() && i < results[0].jobs.size(); ++i) {
+    if (results[0].jobs[i].unschedulable) continue;
+    jobs.push_back({trace.jobs[i].arrival_s, trace.jobs[i].total_gpus(), trace.jobs[i].duration_s});
+    durations.push_back(trace.jobs[i].duration_s);
+  }
+  const double p95 = sim::Percentile(durations, 0.95);
+  std::string csv = "max_wait_256_s,mean_jct_lower_bound_s,p95_jct_lower_bound_s\n";
+  std::cout << "\nLower bounds, any scheduler (ideal placements; the mean: one fluid pool of "
+            << cluster.num_gpus()
+            << " GPUs under SRPT, sim/jct_bound.h), and each policy over them:\n";
+  std::cout << "  p95 JCT (the durations' p95): " << Duration(p95)
+            << absl::StrFormat(" (%.1f s)", p95);
+  for (const sim::PolicyResult& r : results) {
+    if (p95 > 0) std::cout << absl::StrFormat("; %s %.3fx", r.policy, r.summary.p95_jct / p95);
+  }
+  std::cout << "\n";
+  for (double w : {std::numeric_limits<double>::infinity(), max_wait_256}) {
+    if (w < 0) continue;
+    sim::JctBoundOptions o;
+    o.large_max_wait_s = w;
+    const std::string promise =
+        std::isinf(w) ? "no promise" : "every 256+ gang started within " + Duration(w);
+    auto b = sim::MeanJctLowerBound(jobs, cluster.num_gpus(), o);
+    if (!b.ok()) {
+      std::cout << "  mean JCT, " << promise << ": " << b.status().message() << "\n";
+      continue;
+    }
+    absl::StrAppend(&csv, std::isinf(w) ? "inf" : absl::StrFormat("%.1f", w), ",",
+                    absl::StrFormat("%.1f,%.1f", *b, p95), "\n");
+    std::cout << "  mean JCT, " << promise << ": " << Duration(*b)
+              << absl::StrFormat(" (%.1f s)", *b);
+    for (const sim::PolicyResult& r : results) {
+      if (*b > 0) std::cout << absl::StrFormat("; %s %.3fx", r.policy, r.summary.mean_jct / *b);
+    }
+    std::cout << "\n";
+  }
+  return csv;
 }
 
 std::string Duration(double s) {
@@ -188,8 +250,9 @@ int RunSimulate(int argc, char** argv) {
                          "high-priority-min-gpus",
                          "elastic-share",
                          "slow-node-share",
-                         "slow-factor"},
-                        {"help", "repair-in-place-always", "uplink-contention"});
+                         "slow-factor",
+                         "lower-bound-max-wait-256"},
+                        {"help", "repair-in-place-always", "uplink-contention", "lower-bound"});
   if (!args.ok()) {
     std::cerr << "topogang simulate: " << args.status().message() << "\n\n" << kHelp;
     return 2;
@@ -267,7 +330,7 @@ int RunSimulate(int argc, char** argv) {
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, hi_share,
-      hi_min, el_share, slow_share, slow_factor, tier_wait;
+      hi_min, el_share, slow_share, slow_factor, tier_wait, bound_wait;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
       !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
@@ -474,6 +537,13 @@ int RunSimulate(int argc, char** argv) {
   if (q_bf_holds >= 0) opt.queue.backfill_into_holds = static_cast<int>(q_bf_holds);
   if (q_horizon >= 0) opt.queue.hold_horizon_s = 60 * q_horizon;
 
+  // "best": the shortest longest-256+ wait among the baselines run (the bar of issue #12).
+  const bool bound_wait_best = args->Get("lower-bound-max-wait-256", "") == "best";
+  if (!bound_wait_best &&
+      !ParseDouble(*args, "lower-bound-max-wait-256", -1, 0, 1e9, &bound_wait)) {
+    return 2;
+  }
+
   std::vector<sim::PolicyResult> results;
   std::vector<double> walls;
   for (const std::string& p : policies) {
@@ -519,6 +589,18 @@ int RunSimulate(int argc, char** argv) {
         sim::RecoveryTable(results), sim::SlowNodeTable(trace, results)}) {
     if (!t.empty()) std::cout << "\n" << t;
   }
+  std::string bound_csv;
+  if (bound_wait_best) {
+    bound_wait = -1;
+    for (const sim::PolicyResult& r : results) {
+      if (r.summary.never_started_256 > 0 || absl::StartsWith(r.policy, "topogang")) continue;
+      if (bound_wait < 0 || r.summary.max_wait_256 < bound_wait)
+        bound_wait = r.summary.max_wait_256;
+    }
+  }
+  if ((args->Has("lower-bound") || args->Has("lower-bound-max-wait-256")) && !results.empty()) {
+    bound_csv = LowerBounds(*cluster, trace, results, bound_wait);
+  }
 
   if (args->Has("out")) {
     std::filesystem::path dir(args->Get("out"));
@@ -530,6 +612,7 @@ int RunSimulate(int argc, char** argv) {
       return 1;
     }
     if (!WriteFile(dir / "summary.csv", sim::SummaryCsv(results))) return 1;
+    if (!bound_csv.empty() && !WriteFile(dir / "bound.csv", bound_csv)) return 1;
     for (const auto& r : results) {
       if (!WriteFile(dir / ("jobs-" + r.policy + ".csv"), sim::JobsCsv(r, *cluster))) return 1;
     }
@@ -539,8 +622,8 @@ int RunSimulate(int argc, char** argv) {
                    sim::OccupancySvg(results, "Occupancy by leaf: " + title))) {
       return 1;
     }
-    std::cout << "wrote " << dir.string()
-              << "/{summary.csv, jobs-*.csv, jct-cdf.svg, occupancy.svg}\n";
+    std::cout << "wrote " << dir.string() << "/{summary.csv, jobs-*.csv, jct-cdf.svg, occupancy.svg"
+              << (bound_csv.empty() ? "" : ", bound.csv") << "}\n";
   }
   return 0;
 }

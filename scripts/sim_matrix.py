@@ -8,6 +8,7 @@
                                [--spread] [--ratios] [--paired]
   scripts/sim_matrix.py stability --a DIR [--a DIR2] --b DIR [--cand-policy topogang] [--seeds ...]
   scripts/sim_matrix.py classload --traces DIR [--min-gpus 256] [--seeds ...] [--clusters ...]
+  scripts/sim_matrix.py gap --dir DIR [--dir DIR2 ...] [--seeds ...] [--clusters ...] [--loads ...]
 
 `run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
 $TOPOGANG_BIN, else build/bin/topogang) and keeps each run's summary.csv and jobs-<policy>.csv
@@ -29,6 +30,10 @@ candidate's verdicts move under so small a change (both with all seven policies)
 `classload` generates the matrix's traces (kept under --traces) and prints, per cluster and load,
 the offered load of the gangs of at least --min-gpus GPUs alone and their share of the GPU-time:
 where that load is above 1, the large gangs' backlog grows under any queue order.
+`gap` reads runs made with `-- --lower-bound-max-wait-256 best` (bound.csv: sim/jct_bound.h) and
+prints, per cluster and load over the seeds, the lower bound on mean JCT no scheduler beats, how
+much the best baseline's 256+ promise raises it, each policy's mean JCT over it (geometric mean),
+and the runs where the bar's mean JCT is below what that promise allows (unreachable by anyone).
 
 Example (docs/placement-quality.md): the baselines once, then topogang with a queue option:
   scripts/sim_matrix.py run --out /tmp/mx/base --policy kueue-tas,kueue-tas-best,slurm-tree,\
@@ -476,6 +481,51 @@ def trace_class_load(path, min_gpus):
     return big / (gpus * window), big / total
 
 
+def read_bound(path):
+    """{promise (seconds, inf for none): bound} from a run's bound.csv."""
+    got = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            got[float(r["max_wait_256_s"])] = float(r["mean_jct_lower_bound_s"])
+    return got
+
+
+def cmd_gap(a):
+    policies = None
+    table = collections.OrderedDict()
+    for cluster, gen, load, s in runs(a.seeds.split(","), names(a.clusters), names(a.loads)):
+        name = f"{cluster}-L{load}-s{s}"
+        bp = [os.path.join(d, name, "bound.csv") for d in a.dir]
+        bp = [p for p in bp if os.path.exists(p)]
+        rows = matrix_rows(a.dir, name)
+        if not bp or not rows:
+            continue
+        bound = read_bound(bp[-1])
+        free = bound.get(float("inf"))
+        if not free:
+            continue
+        promised = [v for k, v in bound.items() if k != float("inf")]
+        policies = policies or list(rows)
+        best_mean = min((m["mean"] for p, m in rows.items() if p in BASELINES), default=None)
+        table.setdefault((cluster, load), []).append(
+            (free, promised[0] if promised else None, {p: m["mean"] / free for p, m in rows.items()},
+             best_mean))
+    if not table:
+        raise SystemExit("no run with a bound.csv: run with `-- --lower-bound-max-wait-256 best`")
+    head = "".join(f" {ABBREV.get(p, p)[:9]:>9s}" for p in policies)
+    print(f"{'cluster':16s} {'load':>5s} {'runs':>4s} {'bound h':>8s} {'256+ promise':>12s}{head}"
+          f"  best baseline mean below the promise bound (bar unreachable)")
+    for (cluster, load), v in table.items():
+        geo = lambda xs: math.exp(statistics.mean(math.log(x) for x in xs)) if xs else float("nan")
+        free_h = statistics.mean(x[0] for x in v) / 3600
+        with_promise = [x[1] / x[0] for x in v if x[1] is not None]
+        cells = "".join(f" {geo([x[2][p] for x in v if p in x[2]]):9.3f}" for p in policies)
+        unreachable = sum(1 for x in v if x[1] is not None and x[3] is not None and x[3] < x[1])
+        promise = f"{geo(with_promise):12.3f}" if with_promise else f"{'-':>12s}"
+        print(f"{cluster:16s} {load:>5s} {len(v):4d} {free_h:8.2f} {promise}{cells}"
+              f"  {unreachable} of {len(with_promise)}")
+
+
 def cmd_classload(a):
     clusters = names(a.clusters)
     os.makedirs(a.traces, exist_ok=True)
@@ -548,7 +598,16 @@ def main():
     k.add_argument("--min-gpus", type=int, default=256)
     k.add_argument("--seeds", default="1,2,3")
     k.add_argument("--clusters", default="")
+    g = sub.add_parser("gap", help="each policy's mean JCT over the lower bound no scheduler beats")
+    g.add_argument("--dir", action="append", required=True, help="runs made with `-- "
+                   "--lower-bound-max-wait-256 best` (repeatable: a later dir overrides)")
+    g.add_argument("--seeds", default="1,2,3")
+    g.add_argument("--clusters", default="")
+    g.add_argument("--loads", default="", help="only these loads of the matrix")
     a = ap.parse_args(argv)
+    if a.cmd == "gap":
+        cmd_gap(a)
+        return
     if a.cmd == "run":
         cmd_run(a, extra)
     elif a.cmd == "classload":

@@ -2,7 +2,8 @@
 """scripts/sim_matrix.py compare on hand-made summaries: best of six per metric, the tie
 tolerances, a 256+ gang that never started, and the per-baseline dominance count; classload's
 arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading, stability
-between a matrix and a perturbed copy, and run --load-factor (with a stand-in binary)."""
+between a matrix and a perturbed copy, run --load-factor (with a stand-in binary), and gap's
+ratios to the lower bound."""
 import csv
 import io
 import os
@@ -278,6 +279,44 @@ class ClassLoad(unittest.TestCase):
             with self.assertRaises(SystemExit) as e:
                 mod.trace_class_load(path, 16)
             self.assertIn("does not name the cluster's GPUs", str(e.exception))
+
+
+class Gap(unittest.TestCase):
+    """gap: each policy's mean JCT over the run's lower bound, and the runs where the bar's mean
+    is below what the best baseline's 256+ promise allows."""
+
+    def test_ratio_to_the_bound_and_unreachable_runs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = [[b, 200, 1000, 0.5, 10, 0] for b in BASELINES] + [["topogang", 150, 1000, 0.5, 20, 0]]
+            # Seed 1: bound 100 s, 120 s under the promise: the best baseline's mean (200) is
+            # above it. Seed 2: bound 100 s, 250 s under the promise: above the best mean, so
+            # no scheduler meets the bar there.
+            for seed, promised in (("1", 120), ("2", 250)):
+                run = f"meta-16k-L2-s{seed}"
+                write(tmp, run, rows)
+                with open(os.path.join(tmp, run, "bound.csv"), "w") as f:
+                    f.write(f"max_wait_256_s,mean_jct_lower_bound_s\ninf,100.0\n10.0,{promised}.0\n")
+            out = subprocess.run([sys.executable, SCRIPT, "gap", "--dir", tmp, "--clusters",
+                                  "meta-16k", "--seeds", "1,2"],
+                                 capture_output=True, text=True, check=True).stdout
+            line = [x for x in out.splitlines() if x.startswith("meta-16k")]
+            self.assertEqual(len(line), 1, out)
+            cols = line[0].split()
+            # load, runs, bound in hours, promise ratio (geometric mean of 1.2 and 2.5), then
+            # the six baselines at 2.0 and topogang at 1.5, then "1 of 2".
+            self.assertEqual(cols[1:4], ["2", "2", "0.03"])
+            self.assertAlmostEqual(float(cols[4]), (1.2 * 2.5) ** 0.5, places=3)
+            self.assertEqual(cols[5:11], ["2.000"] * 6)
+            self.assertEqual(cols[11], "1.500")
+            self.assertEqual(cols[12:], ["1", "of", "2"])
+
+    def test_runs_without_a_bound_are_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            write(tmp, "meta-16k-L2-s1", [["topogang", 150, 1000, 0.5, 20, 0]])
+            p = subprocess.run([sys.executable, SCRIPT, "gap", "--dir", tmp, "--clusters",
+                                "meta-16k", "--seeds", "1"], capture_output=True, text=True)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("--lower-bound-max-wait-256 best", p.stderr)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,47 @@ TEST(SimulateCli, CommModelNetworkChangesDurationsAndPrintsClasses) {
   EXPECT_THAT(bad.out, HasSubstr("--comm-model must be proxy or network"));
 }
 
+// --lower-bound-max-wait-256 best: the bounds are printed, each policy over them, and bound.csv
+// holds both rows, the promise being the shortest longest-256+ wait of the baselines run. On this
+// hand-made trace the bounds are known: two 256-GPU gangs of 100 s at 0 on 256 GPUs end at 100
+// and 200 (mean 150, less at most one 60 s step), the second waiting 100 s under any policy; p95
+// of the durations is 100.
+TEST(SimulateCli, LowerBoundsAreWrittenWithTheBestBaselinesPromise) {
+  const std::string dir = ::testing::TempDir() + "/simcli-bound";
+  std::filesystem::remove_all(dir);
+  const std::string trace = TempFile("bound-trace.csv",
+                                     "id,arrival_s,members,gpus_per_member,duration_s\n"
+                                     "a,0,32,8,100\n"
+                                     "b,0,32,8,100\n");
+  const std::string cluster =
+      TempFile("bound-cluster.yaml",
+               "generate: {zones: 1, spines_per_zone: 1, leaves_per_spine: 4, nodes_per_leaf: 8, "
+               "gpus_per_node: 8}\n");
+  CliResult r =
+      Topogang("simulate --cluster " + cluster + " --trace " + trace +
+               " --policy topogang,slurm-tree --lower-bound-max-wait-256 best --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("p95 JCT (the durations' p95): "));
+  EXPECT_THAT(r.out, HasSubstr("mean JCT, no promise: "));
+  EXPECT_THAT(r.out, HasSubstr("; topogang 1."));
+  const std::string csv = Slurp(dir + "/bound.csv");
+  ASSERT_THAT(csv, HasSubstr("max_wait_256_s,mean_jct_lower_bound_s,p95_jct_lower_bound_s\n"));
+  double w = 0, mean = 0, p95 = 0, free_mean = 0, free_p95 = 0;
+  ASSERT_EQ(std::sscanf(csv.c_str(), "%*[^\n]\ninf,%lf,%lf\n%lf,%lf,%lf", &free_mean, &free_p95, &w,
+                        &mean, &p95),
+            5)
+      << csv;
+  EXPECT_DOUBLE_EQ(w, 100);  // slurm-tree's second gang waits 100 s
+  EXPECT_GE(free_mean, 150 - 60);
+  EXPECT_LE(free_mean, 150);
+  EXPECT_DOUBLE_EQ(free_p95, 100);
+  EXPECT_DOUBLE_EQ(mean, free_mean);  // a 100 s promise costs nothing here
+  CliResult bad = Topogang("simulate --cluster " + Lab() + " --trace " + trace +
+                           " --policy topogang --lower-bound-max-wait-256 soon");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("--lower-bound-max-wait-256 must be a number"));
+}
+
 // Every queue flag is checked before the run: a bad value is exit 2 with the flag's name, never
 // an abort (--queue-hold-horizon-minutes once threw out of std::stod) nor a silent default
 // (--queue-order and --queue-backfill-into-holds once read anything unknown as "off").
