@@ -295,12 +295,15 @@ class Gap(unittest.TestCase):
                 run = f"meta-16k-L2-s{seed}"
                 write(tmp, run, rows)
                 with open(os.path.join(tmp, run, "bound.csv"), "w") as f:
-                    f.write(f"max_wait_256_s,mean_jct_lower_bound_s\ninf,100.0\n10.0,{promised}.0\n")
+                    f.write("max_wait_256_s,mean_jct_lower_bound_s,p95_jct_lower_bound_s\n"
+                            f"inf,100.0,500.0\n10.0,{promised}.0,500.0\n")
             out = subprocess.run([sys.executable, SCRIPT, "gap", "--dir", tmp, "--clusters",
                                   "meta-16k", "--seeds", "1,2"],
                                  capture_output=True, text=True, check=True).stdout
             line = [x for x in out.splitlines() if x.startswith("meta-16k")]
-            self.assertEqual(len(line), 1, out)
+            self.assertEqual(len(line), 2, out)
+            # p95: 1,000 s over the durations' 500 s for every policy.
+            self.assertEqual(line[1].split()[4:], ["2.000"] * 7)
             cols = line[0].split()
             # load, runs, bound in hours, promise ratio (geometric mean of 1.2 and 2.5), then
             # the six baselines at 2.0 and topogang at 1.5, then "1 of 2".
