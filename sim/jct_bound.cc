@@ -177,7 +177,9 @@ absl::StatusOr<double> MeanJctLowerBound(std::vector<BoundJob> jobs, long capaci
     }
     pending_s += std::max(0.0, in_step - step * static_cast<double>(finished));
   }
-  return pending_s / static_cast<double>(n);
+  double durations = 0;
+  for (const BoundJob& j : jobs) durations += j.duration_s;
+  return std::max(pending_s, durations) / static_cast<double>(n);
 }
 
 }  // namespace topogang::sim

@@ -37,7 +37,7 @@ struct JctBoundOptions {
   // Time grid of the fluid schedule. Coarser is faster and looser, never wrong: jobs are taken as
   // arrived and finished at the start of their step. Raised where the trace would need more than
   // kMaxBoundSteps steps.
-  double step_s = 60;
+  double step_s = 10;
   double large_max_wait_s = std::numeric_limits<double>::infinity();  // inf: no promise
   long large_gpus = 256;
 };
