@@ -57,6 +57,7 @@ Emulator::Emulator(EmulatorOptions options)
   }
   api_binder_ = std::make_unique<ApiBinder>(options_.api_server_url, &clock_);
   condition_writer_ = std::make_unique<PodConditionWriter>(options_.api_server_url);
+  client_ = std::make_unique<ClientThrottle>(clock_, options_.client_qps, options_.client_burst);
 }
 
 Emulator::~Emulator() { Stop(); }
@@ -123,6 +124,7 @@ void Emulator::Stop() {
   for (auto& e : extenders_) e->CancelAll();
   api_binder_->CancelAll();
   condition_writer_->CancelAll();
+  client_->Stop();  // calls still waiting for a token go now, into the cancelled clients
   {
     std::lock_guard<std::mutex> lock(flush_mu_);
     flush_cv_.notify_all();
@@ -173,7 +175,10 @@ bool Emulator::WaitForBound(const std::string& pod_key, absl::Duration timeout) 
 
 EmulatorCounters Emulator::counters() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return counters_;
+  EmulatorCounters c = counters_;
+  c.throttled_calls = client_->throttled();
+  c.throttled_wait = client_->waited();
+  return c;
 }
 
 std::optional<PodRecord> Emulator::Record(const std::string& pod_key) const {

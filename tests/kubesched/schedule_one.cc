@@ -136,7 +136,8 @@ void Emulator::ScheduleOne(QueuedPodInfo info) {
       }
     }
     d.kind = unschedulable ? Decision::Kind::kFitError : Decision::Kind::kError;
-    d.requeued_to = HandleFailure(std::move(info), fit, r.rejectors, unschedulable, r.message);
+    d.requeued_to = HandleFailure(std::move(info), fit, r.rejectors, unschedulable, r.message,
+                                  /*in_scheduling_loop=*/true);
     Log(std::move(d));
     return;
   }
@@ -331,9 +332,12 @@ void Emulator::Bind(QueuedPodInfo info, const std::string& node) {
     OnBindDone(std::move(info), node, std::move(st));
   };
   if (binder) {
-    binder->BindAsync(*pod, node, std::move(done));
+    binder->BindAsync(*pod, node, std::move(done));  // an HTTP call to the extender, not the API
   } else {
-    api_binder_->BindAsync(*pod, node, std::move(done));
+    // DefaultBinder: the pods/binding POST waits for the client's token in its goroutine.
+    client_->Call([this, pod, node, done = std::move(done)]() mutable {
+      api_binder_->BindAsync(*pod, node, std::move(done));
+    });
   }
 }
 
@@ -372,7 +376,8 @@ void Emulator::OnBindDone(QueuedPodInfo info, const std::string& node, absl::Sta
     d.kind = Decision::Kind::kBindFailed;
     d.message = std::string(status.message());
     d.requeued_to = HandleFailure(std::move(info), /*fit_error=*/false, {},
-                                  /*unschedulable=*/false, d.message);
+                                  /*unschedulable=*/false, d.message,
+                                  /*in_scheduling_loop=*/false);
     Log(std::move(d));
   }
   // Last: once binds_in_flight drops, Stop() may return and the emulator go away, so nothing
@@ -385,7 +390,7 @@ void Emulator::OnBindDone(QueuedPodInfo info, const std::string& node, absl::Sta
 
 QueueName Emulator::HandleFailure(QueuedPodInfo info, bool fit_error,
                                   const std::set<std::string>& rejectors, bool unschedulable,
-                                  const std::string& message) {
+                                  const std::string& message, bool in_scheduling_loop) {
   if (fit_error) info.unschedulable_plugins = rejectors;
   // updatePod runs after the requeue, on the pod as the attempt saw it, and whether or not it
   // was requeued (pkg/scheduler/schedule_one.go handleSchedulingFailure).
@@ -395,9 +400,17 @@ QueueName Emulator::HandleFailure(QueuedPodInfo info, bool fit_error,
     if (auto patch =
             PodScheduledFalsePatch(*attempted, unschedulable ? "Unschedulable" : "SchedulerError",
                                    message, clock_.Now())) {
-      condition_writer_->PatchAsync(*attempted, *patch);
-      std::lock_guard<std::mutex> lock(mu_);
-      ++counters_.condition_writes;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++counters_.condition_writes;
+      }
+      if (in_scheduling_loop) {
+        if (client_->Wait()) condition_writer_->PatchAsync(*attempted, *patch);
+      } else {
+        client_->Call([this, attempted, p = *std::move(patch)] {
+          condition_writer_->PatchAsync(*attempted, p);
+        });
+      }
     }
   }
   return q;
