@@ -258,6 +258,11 @@ TEST(DeployTest, ManifestsAgreeWithTheDaemon) {
   ASSERT_TRUE(absl::ParseDuration(timeout, &http_timeout));
   EXPECT_LT(d->extender.bind_window, http_timeout);
   EXPECT_EQ(sched["percentageOfNodesToScore"].as<int>(), 100);
+  // kube-scheduler's client budget takes a PodScheduled write per refused bind: above the rate
+  // it can cycle, so a large gang's refusals do not stall its loop (docs/extender.md).
+  EXPECT_GE(sched["clientConnection"]["qps"].as<double>(), 200);
+  EXPECT_GE(sched["clientConnection"]["burst"].as<int>(),
+            sched["clientConnection"]["qps"].as<int>());
 
   // RBAC: exactly what the daemon does.
   std::vector<YAML::Node> rbac = YAML::LoadAll(Source("deploy/rbac.yaml"));

@@ -710,6 +710,10 @@ def check_render(manifests, values, label, rep, topogangd, chart_dir):
         ksc = yaml.safe_load(text)
         if dig(ksc, "kind") != "KubeSchedulerConfiguration" or dig(ksc, "apiVersion") != "kubescheduler.config.k8s.io/v1":
             rep.fail("%s: %s is not a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration" % (who, conf[0]))
+        qps, burst = dig(ksc, "clientConnection", "qps"), dig(ksc, "clientConnection", "burst")
+        if not isinstance(qps, (int, float)) or qps < 200 or not isinstance(burst, int) or burst < qps:
+            rep.fail("%s: clientConnection qps %r / burst %r: below 200 / qps, refused binds' status writes "
+                     "stall kube-scheduler's loop (docs/extender.md)" % (who, qps, burst))
         exts = dig(ksc, "extenders") or []
         if len(exts) != 1:
             rep.fail("%s: expected one extender, found %d" % (who, len(exts)))
@@ -996,6 +1000,7 @@ REJECT_CASES = {
                              "Secret topogangd-tls is neither rendered"),
     "label_not_a_string": ("templates/daemon.yaml", r'prometheus\.io/port: \{\{ include "topogang\.metricsPort" \. \| quote \}\}',
                            'prometheus.io/port: {{ include "topogang.metricsPort" . }}', "is a int, not a string"),
+    "client_qps_default": ("values.yaml", r"clientQps: 300", "clientQps: 50", "clientConnection qps 50"),
 }
 
 
