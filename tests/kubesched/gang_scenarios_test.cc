@@ -178,6 +178,7 @@ struct WatchLags {
   // Not a lag, but the same kind of real-cluster pace: kube-scheduler's client rate limit
   // (EmulatorOptions::client_qps; 0: none).
   double scheduler_client_qps = 0;
+  int scheduler_client_burst = 100;
 };
 
 class GangScenarioTest : public ::testing::Test {
@@ -206,6 +207,7 @@ class GangScenarioTest : public ::testing::Test {
     o.watch_lag = lags.scheduler_lag;
     o.watch_event_cost = lags.scheduler_per_event;
     o.client_qps = lags.scheduler_client_qps;
+    o.client_burst = lags.scheduler_client_burst;
     emu_ = std::make_unique<Emulator>(o);
     st = emu_->Start();
     ASSERT_TRUE(st.ok()) << st;
@@ -328,6 +330,46 @@ class GangScenarioTest : public ::testing::Test {
         << " (cluster time) before the last member was first sent to bind";
   }
 
+  // The 1,024-pod gang created at once behind bursty watches, then five 16-GPU pods that fit no
+  // 8-GPU node 3 s (cluster time) later, with kube-scheduler's client at `qps` / `burst`: the
+  // longest pause between two of the scheduling loop's decisions (cluster time).
+  absl::Duration LongestLoopPause(double qps, int burst) {
+    std::set<std::string> cluster = WideCluster();
+    StartAll(kReservationTtlSeconds, {.scheduler_per_event = absl::Milliseconds(10),
+                                      .daemon_per_event = absl::Milliseconds(20),
+                                      .scheduler_client_qps = qps,
+                                      .scheduler_client_burst = burst});
+    if (HasFatalFailure()) return absl::ZeroDuration();
+    BarrierWatch watch(api_, *emu_, {{"wide", kWideMembers}});
+    const absl::Time t0 = absl::Now();
+    for (int i = 0; i < kWideMembers; ++i) {
+      api_.PutPod(GangPod(Member("wide", i), "wide", kWideMembers, 1));
+    }
+    absl::SleepFor(absl::Seconds(3) / kScale);
+    for (int i = 0; i < 5; ++i) {
+      api_.PutPod(GangPod(absl::StrCat("big-", i), absl::StrCat("big-", i), 1, 16));
+    }
+    ExpectWideGangBoundWhole(watch, cluster, t0, absl::Seconds(20));
+    EXPECT_TRUE(Eventually(
+        [&] {
+          int first = 0;
+          for (const Decision& d : emu_->Decisions()) {
+            first += d.pod.find("/big-") != std::string::npos && d.attempt == 1;
+          }
+          return first == 5;
+        },
+        absl::Seconds(10)))
+        << "the 16-GPU pods were not all tried";
+    absl::Duration longest;
+    std::vector<Decision> d = emu_->Decisions();
+    for (size_t i = 1; i < d.size(); ++i) longest = std::max(longest, d[i].time - d[i - 1].time);
+    const EmulatorCounters c = emu_->counters();
+    std::cerr << "client qps " << qps << " burst " << burst << ": " << c.throttled_calls
+              << " calls waited, " << c.throttled_wait << " in all; " << c.condition_writes
+              << " PodScheduled writes; longest pause of the loop " << longest << "\n";
+    return longest;
+  }
+
   FakeApiServer api_;
   TopogangdProcess tg_;
   std::unique_ptr<Emulator> emu_;
@@ -389,6 +431,22 @@ TEST_F(GangScenarioTest, ThousandPodGangCreatedAtOnceBindsWholeBehindBurstyWatch
   ExpectWideGangBoundWhole(watch, cluster, t0, absl::Seconds(20));
   EXPECT_GE(api_.LaggedWatchWrites(), static_cast<uint64_t>(kWideMembers))
       << "topogangd's watch was not the one lagged";
+}
+
+// The same burst, plus five 16-GPU pods that fit no 8-GPU node, created 3 s (cluster time) after
+// the gang. Every bind the barrier refuses is a PodScheduled write on kube-scheduler's client,
+// about 1,800 in 20 s; each first failure of a 16-GPU pod is a write the scheduling loop itself
+// waits for (LongestLoopPause).
+// At kube-scheduler's default 50 QPS / burst 100 the 16-GPU pods' writes queue behind the gang's
+// and the loop decides nothing for 10-19 s (cluster time)...
+TEST_F(GangScenarioTest, ARefusedGangsStatusWritesStallTheLoopAtTheDefaultClientQps) {
+  EXPECT_GT(LongestLoopPause(50, 100), absl::Seconds(5));
+}
+
+// ... and at the shipped 300 / 600 (deploy/scheduler-config.yaml) no call waits and the loop never
+// pauses a second.
+TEST_F(GangScenarioTest, ARefusedGangsStatusWritesDoNotStallTheLoopAtTheShippedClientQps) {
+  EXPECT_LT(LongestLoopPause(300, 600), absl::Seconds(1));
 }
 
 // Issue #9: two 40 x 8-GPU gangs created interleaved on 48 nodes, which fit only one of them.
