@@ -437,10 +437,13 @@ TEST_F(GangScenarioTest, ThousandPodGangCreatedAtOnceBindsWholeBehindBurstyWatch
 // the gang. Every bind the barrier refuses is a PodScheduled write on kube-scheduler's client,
 // about 1,800 in 20 s; each first failure of a 16-GPU pod is a write the scheduling loop itself
 // waits for (LongestLoopPause).
-// At kube-scheduler's default 50 QPS / burst 100 the 16-GPU pods' writes queue behind the gang's
-// and the loop decides nothing for 10-19 s (cluster time)...
-TEST_F(GangScenarioTest, ARefusedGangsStatusWritesStallTheLoopAtTheDefaultClientQps) {
-  EXPECT_GT(LongestLoopPause(50, 100), absl::Seconds(5));
+// Below the rate the refusals' writes come at, the 16-GPU pods' writes queue behind the gang's
+// and the loop decides nothing for seconds. At kube-scheduler's default 50 QPS / burst 100 that
+// was 10-19 s (cluster time) in four runs on an idle machine, but on a loaded one the emulator
+// makes fewer writes per cluster second and the debt may not build (0.8 s once under a full
+// ctest); 20 QPS shows the stall either way.
+TEST_F(GangScenarioTest, ARefusedGangsStatusWritesStallTheLoopBelowTheirRate) {
+  EXPECT_GT(LongestLoopPause(20, 40), absl::Seconds(5));
 }
 
 // ... and at the shipped 300 / 600 (deploy/scheduler-config.yaml) no call waits and the loop never
