@@ -330,6 +330,17 @@ class GangScenarioTest : public ::testing::Test {
         << " (cluster time) before the last member was first sent to bind";
   }
 
+  // Creates "wide" at 20 pods/s of cluster time (one pod every 50 ms / kScale of real time), as
+  // a controller does; returns when it started.
+  absl::Time CreateWideGangAt20PodsPerSecond() {
+    const absl::Time t0 = absl::Now();
+    for (int i = 0; i < kWideMembers; ++i) {
+      absl::SleepFor(t0 + i * absl::Milliseconds(50) / kScale - absl::Now());
+      api_.PutPod(GangPod(Member("wide", i), "wide", kWideMembers, 1));
+    }
+    return t0;
+  }
+
   // The 1,024-pod gang created at once behind bursty watches, then five 16-GPU pods that fit no
   // 8-GPU node 3 s (cluster time) later, with kube-scheduler's client at `qps` / `burst`: the
   // longest pause between two of the scheduling loop's decisions (cluster time).
@@ -384,12 +395,7 @@ TEST_F(GangScenarioTest, ThousandPodGangCreatedAt20PodsPerSecondBindsWhole) {
   StartAll();
   if (HasFatalFailure()) return;
   BarrierWatch watch(api_, *emu_, {{"wide", kWideMembers}});
-  // 20 pods/s of cluster time: one pod every 50 ms / kScale of real time.
-  const absl::Time t0 = absl::Now();
-  for (int i = 0; i < kWideMembers; ++i) {
-    absl::SleepFor(t0 + i * absl::Milliseconds(50) / kScale - absl::Now());
-    api_.PutPod(GangPod(Member("wide", i), "wide", kWideMembers, 1));
-  }
+  const absl::Time t0 = CreateWideGangAt20PodsPerSecond();
   ExpectWideGangBoundWhole(watch, cluster, t0, absl::Seconds(8));
 }
 
@@ -402,11 +408,7 @@ TEST_F(GangScenarioTest, ThousandPodGangCreatedAt20PodsPerSecondBindsWholeAtDefa
   StartAll(kReservationTtlSeconds, {.scheduler_client_qps = 50});
   if (HasFatalFailure()) return;
   BarrierWatch watch(api_, *emu_, {{"wide", kWideMembers}});
-  const absl::Time t0 = absl::Now();
-  for (int i = 0; i < kWideMembers; ++i) {
-    absl::SleepFor(t0 + i * absl::Milliseconds(50) / kScale - absl::Now());
-    api_.PutPod(GangPod(Member("wide", i), "wide", kWideMembers, 1));
-  }
+  const absl::Time t0 = CreateWideGangAt20PodsPerSecond();
   ExpectWideGangBoundWhole(watch, cluster, t0, absl::Seconds(20));
   const EmulatorCounters c = emu_->counters();
   std::cerr << c.throttled_calls << " kube-scheduler API calls waited for the client rate limit, "
