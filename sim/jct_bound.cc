@@ -105,8 +105,8 @@ absl::StatusOr<double> MeanJctLowerBound(std::vector<BoundJob> jobs, long capaci
   }
   for (auto* v : {&end_all, &end_small, &end_large}) std::sort(v->begin(), v->end());
 
-  // Past `horizon` everything has arrived and every promise has run its course; SRPT on the pool
-  // has then finished all by horizon + work / capacity. Widen the step where that is too many.
+  // By `horizon` everything has arrived, every promise has run its course and the pool has had
+  // room for all the work: about horizon / step steps. Widen the step where that is too many.
   const double horizon = last_end + work / cap;
   const double step = std::max(options.step_s, horizon / static_cast<double>(kMaxBoundSteps));
 
