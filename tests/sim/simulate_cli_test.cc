@@ -75,8 +75,8 @@ TEST(SimulateCli, CommModelNetworkChangesDurationsAndPrintsClasses) {
 // --lower-bound-max-wait-256 best: the bounds are printed, each policy over them, and bound.csv
 // holds both rows, the promise being the shortest longest-256+ wait of the baselines run. On this
 // hand-made trace the bounds are known: two 256-GPU gangs of 100 s at 0 on 256 GPUs end at 100
-// and 200 (mean 150, less at most one 10 s step per job), the second waiting 100 s under any policy; p95
-// of the durations is 100.
+// and 200 (mean 150, less at most one 10 s step per job), the second waiting 100 s under any
+// policy; p95 of the durations is 100.
 TEST(SimulateCli, LowerBoundsAreWrittenWithTheBestBaselinesPromise) {
   const std::string dir = ::testing::TempDir() + "/simcli-bound";
   std::filesystem::remove_all(dir);
