@@ -143,7 +143,11 @@ bool WriteFile(const std::filesystem::path& p, const std::string& text) {
   return true;
 }
 
-std::string Duration(double s);
+std::string Duration(double s) {
+  if (s < 120) return absl::StrFormat("%.0fs", s);
+  if (s < 7200) return absl::StrFormat("%.1fm", s / 60);
+  return absl::StrFormat("%.1fh", s / 3600);
+}
 
 // Prints lower bounds no scheduler beats, over the jobs the runs counted, and each policy's
 // figure over them: the mean JCT (sim/jct_bound.h), without a promise and, when `max_wait_256`
@@ -190,12 +194,6 @@ std::string LowerBounds(const Cluster& cluster, const sim::Trace& trace,
     std::cout << "\n";
   }
   return csv;
-}
-
-std::string Duration(double s) {
-  if (s < 120) return absl::StrFormat("%.0fs", s);
-  if (s < 7200) return absl::StrFormat("%.1fm", s / 60);
-  return absl::StrFormat("%.1fh", s / 3600);
 }
 
 }  // namespace

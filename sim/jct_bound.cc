@@ -11,19 +11,16 @@
 namespace topogang::sim {
 namespace {
 
-// Fluid SRPT over the jobs `take` selects: each step gets a GPU-second allowance and spends it on
-// the least remaining work first. Jobs arriving within a step count from its start.
+// Fluid SRPT over `by_arrival`: each step gets a GPU-second allowance and spends it on the least
+// remaining work first. Jobs arriving within a step count from its start.
 class FluidSrpt {
  public:
-  FluidSrpt(const std::vector<BoundJob>& by_arrival, std::function<bool(const BoundJob&)> take)
-      : jobs_(by_arrival), take_(std::move(take)) {}
+  explicit FluidSrpt(std::vector<BoundJob> by_arrival) : jobs_(std::move(by_arrival)) {}
 
   // Admits the jobs arriving before `until`, then spends `allowance`.
   void Step(double until, double allowance) {
     for (; next_ < jobs_.size() && jobs_[next_].arrival_s < until; ++next_) {
-      if (take_(jobs_[next_])) {
-        remaining_.push(static_cast<double>(jobs_[next_].gpus) * jobs_[next_].duration_s);
-      }
+      remaining_.push(static_cast<double>(jobs_[next_].gpus) * jobs_[next_].duration_s);
     }
     double left = allowance;
     // Rounding may only finish a job early: the bound stays a bound. A job of no work finishes
@@ -45,8 +42,7 @@ class FluidSrpt {
   double done() const { return done_; }  // GPU-seconds spent
 
  private:
-  const std::vector<BoundJob>& jobs_;
-  std::function<bool(const BoundJob&)> take_;
+  const std::vector<BoundJob> jobs_;
   size_t next_ = 0;
   std::priority_queue<double, std::vector<double>, std::greater<>> remaining_;
   long finished_ = 0;
@@ -92,9 +88,12 @@ absl::StatusOr<double> MeanJctLowerBound(std::vector<BoundJob> jobs, long capaci
   const bool promise = std::isfinite(W);
   auto large = [&](const BoundJob& j) { return j.gpus >= options.large_gpus; };
 
+  std::vector<BoundJob> small_jobs;
   std::vector<double> arrivals, end_all, end_small, end_large;
-  double work = 0, large_work = 0, last_end = 0;
+  double work = 0, large_work = 0, last_end = 0, durations = 0;
   for (const BoundJob& j : jobs) {
+    if (!large(j)) small_jobs.push_back(j);
+    durations += j.duration_s;
     arrivals.push_back(j.arrival_s);
     const double end = j.arrival_s + j.duration_s;
     end_all.push_back(end);
@@ -154,8 +153,8 @@ absl::StatusOr<double> MeanJctLowerBound(std::vector<BoundJob> jobs, long capaci
     return cap * static_cast<double>(k) * step - large_work;  // past the last kink U is all of it
   };
 
-  FluidSrpt all(jobs, [](const BoundJob&) { return true; });
-  FluidSrpt small(jobs, [&](const BoundJob& j) { return !large(j); });
+  FluidSrpt all(jobs);
+  FluidSrpt small(std::move(small_jobs));
   const long n = static_cast<long>(jobs.size());
   double pending_s = 0;
   size_t arrived = 0;  // #{arrival <= t0}
@@ -177,8 +176,6 @@ absl::StatusOr<double> MeanJctLowerBound(std::vector<BoundJob> jobs, long capaci
     }
     pending_s += std::max(0.0, in_step - step * static_cast<double>(finished));
   }
-  double durations = 0;
-  for (const BoundJob& j : jobs) durations += j.duration_s;
   return std::max(pending_s, durations) / static_cast<double>(n);
 }
 
