@@ -84,7 +84,8 @@ of its placement (communication model, docs/placement-quality.md).
   --queue-hold-when-backfill-blocks 0|1, --queue-hold-domain-soonest 0|1,
   --queue-keep-claim-clear 0|1, --queue-thin-side-patience-minutes M (0 = off),
   --queue-order arrival|smallest, --queue-backfill-into-holds 0|1,
-  --queue-hold-horizon-minutes M (0 = off), --queue-large-in-order 0|1
+  --queue-hold-horizon-minutes M (0 = off), --queue-large-in-order 0|1,
+  --queue-large-in-order-min-share F
                           topogang only: override the daemon's GangQueue options
   --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
                           repair keeps its bandwidth (default: requeue and re-plan gangs that
@@ -225,6 +226,7 @@ int RunSimulate(int argc, char** argv) {
                          "queue-hold-domain-soonest",
                          "queue-keep-claim-clear",
                          "queue-large-in-order",
+                         "queue-large-in-order-min-share",
                          "queue-thin-side-patience-minutes",
                          "queue-hold-max-shortfall",
                          "queue-hold-timeout-minutes",
@@ -283,7 +285,7 @@ int RunSimulate(int argc, char** argv) {
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
 
   double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf, q_soonest,
-      q_clear, q_in_order, q_thin, q_bf_holds, q_horizon;
+      q_clear, q_in_order, q_in_order_share, q_thin, q_bf_holds, q_horizon;
   sim::CommModel comm_model = sim::CommModel::kNetwork;
   sim::Estimates estimates = sim::Estimates::kTrace;
   if (args->Has("estimates")) {
@@ -349,6 +351,7 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-hold-domain-soonest", -1, -1, 1, &q_soonest) ||
       !ParseDouble(*args, "queue-keep-claim-clear", -1, -1, 1, &q_clear) ||
       !ParseDouble(*args, "queue-large-in-order", -1, -1, 1, &q_in_order) ||
+      !ParseDouble(*args, "queue-large-in-order-min-share", -1, 0, 1, &q_in_order_share) ||
       !ParseDouble(*args, "queue-thin-side-patience-minutes", -1, -1, 1e7, &q_thin) ||
       !ParseDouble(*args, "queue-backfill-into-holds", -1, -1, 1, &q_bf_holds) ||
       !ParseDouble(*args, "queue-hold-horizon-minutes", -1, -1, 1e7, &q_horizon) ||
@@ -530,6 +533,7 @@ int RunSimulate(int argc, char** argv) {
   opt.queue.hold_domain_soonest = static_cast<int>(q_soonest);
   opt.queue.keep_claim_clear = static_cast<int>(q_clear);
   opt.queue.large_gangs_in_order = static_cast<int>(q_in_order);
+  opt.queue.large_in_order_min_share = q_in_order_share;
   opt.queue.thin_side_patience_s = q_thin < 0 ? -1 : q_thin * 60;
   if (q_queue_order >= 0) opt.queue.order = q_queue_order;
   if (q_bf_holds >= 0) opt.queue.backfill_into_holds = static_cast<int>(q_bf_holds);

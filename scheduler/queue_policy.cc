@@ -1,6 +1,7 @@
 #include "scheduler/queue_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <tuple>
@@ -168,6 +169,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   std::string stopped_by;
   int stopped_priority = 0;
   absl::Time stopped_enqueued;
+  int stop_min_gpus = 0;  // the gangs behind it of at least this many GPUs wait
   for (Entry& entry : waiting_) {
     kept.push_back(std::move(entry));
     Entry& e = kept.back();
@@ -194,7 +196,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     const bool large = e.spec.total_gpus() >= options_.hold_min_gpus;
     // Behind it in queue order, not merely later in this pass (QueueOrder::kSmallestFirst
     // tries smaller gangs first, whatever their age).
-    const bool stopped = large && !stopped_by.empty() &&
+    const bool stopped = large && !stopped_by.empty() && e.spec.total_gpus() >= stop_min_gpus &&
                          (e.spec.priority < stopped_priority || e.enqueued > stopped_enqueued);
     e.waits_behind = stopped ? stopped_by : std::string();
     if (stopped) {
@@ -202,7 +204,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
           "waiting behind gang '", stopped_by, "', a gang of ", options_.hold_min_gpus,
           "+ GPUs ahead of it in the queue (older, or of higher priority) that cannot start yet: "
           "gangs of ",
-          options_.hold_min_gpus, "+ GPUs start in queue order"));
+          stop_min_gpus, "+ GPUs start in queue order behind it"));
     } else if (!known_no_room) {
       const std::vector<int> masked =
           exclude ? sched.MaskNodes(exclude(e.spec)) : std::vector<int>{};
@@ -282,6 +284,9 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       stopped_by = e.spec.name;
       stopped_priority = e.spec.priority;
       stopped_enqueued = e.enqueued;
+      stop_min_gpus = std::max(
+          options_.hold_min_gpus,
+          static_cast<int>(std::ceil(options_.large_in_order_min_share * e.spec.total_gpus())));
     }
     bool holds = false, claimed = false;
     if (starved && static_cast<int>(holders.size()) < options_.max_holds) {

@@ -97,6 +97,9 @@ class TopogangPolicy : public Policy {
     if (ctx.queue.large_gangs_in_order >= 0) {
       o.large_gangs_in_order = ctx.queue.large_gangs_in_order;
     }
+    if (ctx.queue.large_in_order_min_share >= 0) {
+      o.large_in_order_min_share = ctx.queue.large_in_order_min_share;
+    }
     if (ctx.queue.thin_side_patience_s >= 0) {
       o.thin_side_patience = absl::Seconds(ctx.queue.thin_side_patience_s);
     }

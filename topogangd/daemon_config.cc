@@ -199,7 +199,7 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
            "locality_patience_seconds", "thin_side_patience_seconds", "keep_claim_clear",
-           "large_gangs_in_order", "wake_retry_seconds",
+           "large_gangs_in_order", "large_in_order_min_share", "wake_retry_seconds",
            "queue_pass_ms",
            "spares", "leader_election", "queue_journal",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
@@ -262,6 +262,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
       YamlBool(d, "large_gangs_in_order", source, c.extender.queue.large_gangs_in_order);
   if (!in_order.ok()) return in_order.status();
   c.extender.queue.large_gangs_in_order = *in_order;
+  auto in_order_share = YamlDouble(d, "large_in_order_min_share", source, 0, 1,
+                                   c.extender.queue.large_in_order_min_share);
+  if (!in_order_share.ok()) return in_order_share.status();
+  c.extender.queue.large_in_order_min_share = *in_order_share;
   auto wake = YamlInt(d, "wake_retry_seconds", source, 0, 3600,
                       absl::ToInt64Seconds(c.extender.wake_retry));
   if (!wake.ok()) return wake.status();

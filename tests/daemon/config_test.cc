@@ -81,7 +81,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
       ParseDaemonConfig(YAML::Load("{failed_node_memory_seconds: 0, slow_node_gang_gpus: 128, "
                                    "slow_node_threshold: 2.5, slow_node_half_life_seconds: 600, "
                                    "locality_patience_seconds: 0, thin_side_patience_seconds: 0, "
-                                   "keep_claim_clear: true, large_gangs_in_order: true}"),
+                                   "keep_claim_clear: true, large_gangs_in_order: true, "
+                                   "large_in_order_min_share: 0.125}"),
                         "x");
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_EQ(x->extender.failed_node_memory, absl::ZeroDuration());
@@ -95,6 +96,8 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_FALSE(q->extender.queue.keep_claim_clear) << "off by default";
   EXPECT_TRUE(x->extender.queue.large_gangs_in_order);
   EXPECT_FALSE(q->extender.queue.large_gangs_in_order) << "off by default";
+  EXPECT_DOUBLE_EQ(x->extender.queue.large_in_order_min_share, 0.125);
+  EXPECT_EQ(q->extender.queue.large_in_order_min_share, 0) << "every large gang, by default";
   EXPECT_EQ(q->extender.slow_node_gang_gpus, 64) << "default";
   EXPECT_TRUE(q->extender.preemption) << "on by default";
   EXPECT_TRUE(q->extender.scheduler_names.empty());
@@ -123,7 +126,10 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
                           "{thin_side_patience_seconds: maybe}",
                           "{thin_side_patience_seconds: 604801}",
                           "{keep_claim_clear: 2}",
-                          "{large_gangs_in_order: first}"}) {
+                          "{large_gangs_in_order: first}",
+                          "{large_in_order_min_share: 1.5}",
+                          "{large_in_order_min_share: -0.1}",
+                          "{large_in_order_min_share: half}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }

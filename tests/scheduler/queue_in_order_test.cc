@@ -1,6 +1,7 @@
 // Large gangs in arrival order (QueueOptions::large_gangs_in_order): while the oldest starved
-// gang of hold_min_gpus or more cannot start, younger gangs that large wait too; smaller ones
-// still backfill, and a gang that could never start stops nobody.
+// gang of hold_min_gpus or more cannot start, younger gangs that large (or, with
+// large_in_order_min_share, of that share of it) wait too; smaller ones still backfill, and a
+// gang that could never start stops nobody.
 //
 // The cluster of every test: one spine of three leaves of two 8-GPU nodes (48 GPUs). Jobs run
 // on nodes 0-2, so 24 GPUs are free: `old` (4 x 8 GPUs) does not fit, `young` (2 x 8) does.
@@ -75,6 +76,39 @@ TEST_F(LargeGangsInOrder, SmallerGangsStillBackfill) {
   GangQueue q(InOrder(true));
   EXPECT_EQ(OldThenYoung(q, absl::Minutes(11), qt::Gang("small", 1, 8)),
             (std::vector<std::string>{"small"}));
+}
+
+TEST_F(LargeGangsInOrder, WithAMinShareOnlyGangsOfThatShareOfTheStarvedOneWait) {
+  // QueueOptions::large_in_order_min_share: `young` (16 GPUs) is half of `old` (32). At a share
+  // of 0.75 only gangs of 24+ GPUs wait behind old, so young backfills; at 0.5 it waits.
+  QueueOptions o = InOrder(true);
+  o.large_in_order_min_share = 0.75;
+  GangQueue q(o);
+  EXPECT_EQ(OldThenYoung(q, absl::Minutes(11)), (std::vector<std::string>{"young"}));
+  EXPECT_EQ(q.Find("old")->waits_behind, "");
+}
+
+TEST_F(LargeGangsInOrder, AGangOfTheMinShareWaitsAndIsToldFromWhichSize) {
+  QueueOptions o = InOrder(true);
+  o.large_in_order_min_share = 0.5;
+  GangQueue q(o);
+  EXPECT_TRUE(OldThenYoung(q, absl::Minutes(11)).empty());
+  const GangQueue::Entry* young = q.Find("young");
+  ASSERT_NE(young, nullptr);
+  EXPECT_EQ(young->waits_behind, "old");
+  EXPECT_NE(young->declined.find("gangs of 16+ GPUs start in queue order behind it"),
+            std::string::npos)
+      << young->declined;
+}
+
+TEST_F(LargeGangsInOrder, ASmallMinShareStillStopsOnlyLargeGangs) {
+  // A share of 0.1 is 3.2 GPUs of old's 32: the bound stays hold_min_gpus (16), and says so.
+  QueueOptions o = InOrder(true);
+  o.large_in_order_min_share = 0.1;
+  GangQueue q(o);
+  EXPECT_TRUE(OldThenYoung(q, absl::Minutes(11)).empty());
+  EXPECT_NE(q.Find("young")->declined.find("gangs of 16+ GPUs start"), std::string::npos)
+      << q.Find("young")->declined;
 }
 
 TEST_F(LargeGangsInOrder, AGangNotYetStarvedStopsNobody) {
