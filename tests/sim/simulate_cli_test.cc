@@ -125,6 +125,10 @@ TEST(SimulateCli, BadQueueFlagValuesAreErrorsNotAbortsOrDefaults) {
       {"--queue-order biggest", "--queue-order must be arrival or smallest, got 'biggest'"},
       {"--queue-backfill-into-holds yes", "--queue-backfill-into-holds must be a number"},
       {"--queue-backfill-into-holds 2", "--queue-backfill-into-holds must be a number"},
+      {"--queue-large-in-order-min-share 1.5",
+       "--queue-large-in-order-min-share must be a number in [0, 1]"},
+      {"--queue-large-in-order-min-share -0.1",
+       "--queue-large-in-order-min-share must be a number in [0, 1]"},
   };
   for (const auto& [flag, message] : bad) {
     CliResult r = Topogang(base + flag);
@@ -132,7 +136,8 @@ TEST(SimulateCli, BadQueueFlagValuesAreErrorsNotAbortsOrDefaults) {
     EXPECT_THAT(r.out, HasSubstr(message)) << flag;
   }
   for (const char* flag : {"--queue-order smallest", "--queue-order arrival",
-                           "--queue-backfill-into-holds 0", "--queue-hold-horizon-minutes 30"}) {
+                           "--queue-backfill-into-holds 0", "--queue-hold-horizon-minutes 30",
+                           "--queue-large-in-order 1 --queue-large-in-order-min-share 0.125"}) {
     CliResult r = Topogang(base + flag);
     EXPECT_EQ(r.code, 0) << flag << ": " << r.out;
   }
