@@ -4,6 +4,7 @@
 // with the option on, be refused with the name of the gang it waits behind, and start only once
 // the older gang has; a single-node job still backfills pool a. With the option off (the
 // default) the younger gang starts at once: the same scenario shows the option is what stops it.
+// With large_in_order_min_share, a younger gang below that share of the older one starts too.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -24,10 +25,10 @@ class LargeInOrderEndToEnd : public testing::EmulatedDaemonTest {
   void SetUp() override { std::tie(pool_a, pool_b) = testing::PutTwoPools(api); }
   // "Large" is 16+ GPUs here (hold_min_gpus), starved at once; kube-scheduler flushes its
   // unschedulable queue after 10 s of its time (1 s real) instead of five minutes.
-  void Start(bool in_order) {
+  void Start(bool in_order, const std::string& more = "") {
     StartAll(absl::StrCat("starvation_threshold_seconds: 0, hold_min_gpus: 16, "
                           "large_gangs_in_order: ",
-                          in_order ? "true" : "false"),
+                          in_order ? "true" : "false", more),
              [](EmulatorOptions& o) { o.queue.pod_max_in_unschedulable = absl::Seconds(10); });
   }
   // b0 busy, then the older large gang of `members` x 8 GPUs restricted to pool b, refused once.
@@ -107,6 +108,19 @@ TEST_F(LargeInOrderEndToEnd, WhenOffAYoungerLargeGangStartsAtOnce) {
 TEST_F(LargeInOrderEndToEnd, AGangThatCouldNeverStartStopsNobody) {
   Start(true);
   BlockAndQueueTheOldGang(5);
+  if (HasFailure()) return;
+  const std::vector<std::string> young = QueueTheYoungGang();
+  ASSERT_TRUE(WaitBound(young)) << emu->Record("default/young-0")->last_failure
+                                << topogangd.LogTail(30);
+  EXPECT_TRUE(BoundNode("big-0").empty());
+}
+
+// With large_in_order_min_share 0.75 the older gang (32 GPUs) stops only gangs of 24+ GPUs: the
+// younger one (16) starts at once, as with the option off. Ignoring the share, the daemon would
+// stop it as in the first test.
+TEST_F(LargeInOrderEndToEnd, WithAMinShareAYoungerGangBelowItStartsAtOnce) {
+  Start(true, ", large_in_order_min_share: 0.75");
+  BlockAndQueueTheOldGang(4);
   if (HasFailure()) return;
   const std::vector<std::string> young = QueueTheYoungGang();
   ASSERT_TRUE(WaitBound(young)) << emu->Record("default/young-0")->last_failure
