@@ -101,7 +101,7 @@ TEST_F(LargeGangsInOrder, AGangOfTheMinShareWaitsAndIsToldFromWhichSize) {
       << young->declined;
 }
 
-TEST_F(LargeGangsInOrder, ASmallMinShareStillStopsOnlyLargeGangs) {
+TEST_F(LargeGangsInOrder, ASmallMinShareNeverLowersTheBoundBelowHoldMinGpus) {
   // A share of 0.1 is 3.2 GPUs of old's 32: the bound stays hold_min_gpus (16), and says so.
   QueueOptions o = InOrder(true);
   o.large_in_order_min_share = 0.1;
