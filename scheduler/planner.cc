@@ -258,10 +258,41 @@ absl::StatusOr<Placement> Planner::PlanForSku(const GangSpec& gang, int sku, int
   if (!Search(r, 0, top_level, &p.members, &chosen)) {
     return absl::ResourceExhaustedError(NoFitReason(gang, sku, top_level));
   }
+  if (!r.slice_k) WholeNodes(r, &p.members, &chosen);
   SummarizePlacement(c_, &p);
   p.leftover_gpus = c_.FreeHealthy(chosen, sku) - static_cast<int>(gang.total_gpus());
   p.preferred_met = pref_level < 0 || p.level >= pref_level;
   return p;
+}
+
+void Planner::WholeNodes(const Request& r, std::vector<MemberPlacement>* members,
+                         int* chosen) const {
+  const int per_node = c_.max_gpus_per_node() / r.gpus;
+  if (per_node < 2 || r.members <= per_node || r.members % per_node != 0) return;
+  int fewest = per_node;  // the fewest members the plan put on one node
+  {
+    std::vector<std::pair<int, int>> count;  // (node, members), members in node order
+    for (const MemberPlacement& m : *members) {
+      if (count.empty() || count.back().first != m.node) count.emplace_back(m.node, 0);
+      ++count.back().second;
+    }
+    for (const auto& [n, k] : count) fewest = std::min(fewest, k);
+  }
+  if (fewest == per_node) return;
+  Request whole = r;
+  whole.gpus = r.gpus * per_node;
+  whole.members = r.members / per_node;
+  std::vector<MemberPlacement> out;
+  int at = -1;
+  if (!Search(whole, 0, c_.domain(*chosen).level, &out, &at)) return;
+  members->clear();
+  for (const MemberPlacement& m : out) {
+    for (int i = 0; i < per_node; ++i) {
+      members->push_back({m.node, std::vector<int>(m.gpus.begin() + i * r.gpus,
+                                                   m.gpus.begin() + (i + 1) * r.gpus)});
+    }
+  }
+  *chosen = at;
 }
 
 absl::StatusOr<Placement> Planner::Plan(const GangSpec& gang) const {

@@ -49,6 +49,12 @@ class Planner {
   bool Search(const Request& r, int scope, int top_level, std::vector<MemberPlacement>* out,
               int* chosen) const;
   int SearchOneNode(const Request& r, int scope, long need_gpus) const;
+  // A multi-node gang of members smaller than a node runs its ring at the pace of the node with
+  // the fewest of its GPUs (that node's NICs carry the ring's inter-node traffic alone:
+  // docs/network-model.md, "4 x 2 GPUs"), so one node holding a single 4-GPU member halves the
+  // whole gang's all-reduce. When the plan left such a node, re-plan on whole nodes only (each
+  // node a full node's worth of members) within the same tier, and keep that if it fits.
+  void WholeNodes(const Request& r, std::vector<MemberPlacement>* members, int* chosen) const;
   int UnitCap(const Request& r, int domain) const;
   bool Better(const Request& r, int a, int b) const;
   void Assign(const Request& r, int domain, int units, bool slice_units,
