@@ -8,6 +8,8 @@
 //     and keep whole leaves and NVLink domains free for large gangs.
 //  3. Inside the chosen domain, span as few child domains as possible: take the children with the
 //     most room until the rest fits in one child, then the tightest child that holds the rest.
+//  4. A multi-node gang of members smaller than a node that step 2 put partly on half-used
+//     nodes is re-planned on whole nodes within the same tier, if they fit (WholeNodes below).
 // Slices (groups of k members sharing a tier) are placed as units at and above the slice tier.
 //
 // preferred_tier is honoured by step 1: tiers are tried narrowest first, so a gang lands within
