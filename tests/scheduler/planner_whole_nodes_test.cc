@@ -39,12 +39,18 @@ std::vector<std::pair<int, int>> PerNode(const Placement& p) {
   return out;
 }
 
-// Two leaves of three 8-GPU nodes: leaf0 = nodes 0-2, leaf1 = nodes 3-5.
-TEST(PlannerWholeNodes, TakesWholeNodesInAnotherLeafOverHalfNodesInTheTightestOne) {
+// Two leaves of three 8-GPU nodes: leaf0 = nodes 0-2 with 4 + 4 + 8 GPUs free (16, the tighter
+// leaf), leaf1 = nodes 3-5 with 8 + 8 + 4 free (20).
+Cluster HalfUsedTightLeaf() {
   Cluster c = testing::MakeCluster(1, 1, 2, 3, 8);
-  Use(c, 0, 4);  // leaf0: 4 + 4 + 8 free (16), the tighter leaf
+  Use(c, 0, 4);
   Use(c, 1, 4);
-  Use(c, 5, 4);  // leaf1: 8 + 8 + 4 free (20)
+  Use(c, 5, 4);
+  return c;
+}
+
+TEST(PlannerWholeNodes, TakesWholeNodesInAnotherLeafOverHalfNodesInTheTightestOne) {
+  Cluster c = HalfUsedTightLeaf();
   // Best fit alone: leaf0 as 1 + 1 + 2 members, two nodes with half their NICs.
   auto p = Planner(c).Plan(Gang(4, 4));
   ASSERT_TRUE(p.ok()) << p.status();
@@ -74,10 +80,7 @@ TEST(PlannerWholeNodes, NeverSpansAWiderTierForWholeNodes) {
 }
 
 TEST(PlannerWholeNodes, AGangThatCannotFillItsNodesEvenlyIsLeftAsPlanned) {
-  Cluster c = testing::MakeCluster(1, 1, 2, 3, 8);
-  Use(c, 0, 4);
-  Use(c, 1, 4);
-  Use(c, 5, 4);
+  Cluster c = HalfUsedTightLeaf();
   // 3 members of 4 GPUs: some node has a single member whatever the choice, so best fit
   // stands: leaf0, its free node and one half-free node.
   auto p = Planner(c).Plan(Gang(3, 4));
