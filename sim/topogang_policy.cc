@@ -356,7 +356,10 @@ class TopogangPolicy : public Policy {
   }
 
   // Whether the proposed replacement leaves the gang as well connected as it was. A repair that
-  // would drag it across a slower tier for the rest of its run is worse than a restart.
+  // would drag it across a slower tier for the rest of its run is worse than a restart; so is one
+  // that leaves a thin side (Placement::thin_level) where there was none: a lone replacement in a
+  // switch domain holding no other member paces the whole ring through that domain's share of
+  // oversubscribed uplinks, at the same span (a 288-GPU NVL72 gang: 690 -> 200 GB/s).
   bool KeepsBandwidth(const ReplanEvent& e) const {
     const GangRecord* rec = sched_.Find(e.gang);
     if (rec == nullptr || e.replacement.size() != e.lost_members.size()) return false;
@@ -365,7 +368,28 @@ class TopogangPolicy : public Policy {
       after.members[e.lost_members[i]] = e.replacement[i];
     }
     SummarizePlacement(sched_.cluster(), &after);
+    if (after.thin_level >= 0 && rec->placement.thin_level < 0) return false;
+    if (FewestPerNvlinkDomain(after) < FewestPerNvlinkDomain(rec->placement)) return false;
     return after.bandwidth_gbps >= rec->placement.bandwidth_gbps;
+  }
+
+  // The fewest of a placement's GPUs in one NVLink domain it uses (a large number on clusters
+  // without one). Between NVLink domains the all-reduce's ring runs over each domain's NICs, so
+  // a replacement tray alone in a rack paces it at that tray's NICs.
+  long FewestPerNvlinkDomain(const Placement& p) const {
+    const Cluster& c = sched_.cluster();
+    int level = -1;
+    for (int l = 1; l < c.node_level() && level < 0; ++l) {
+      if (IsNvlinkLevel(c, l)) level = l;
+    }
+    if (level < 0) return std::numeric_limits<long>::max();
+    std::map<int, long> per;
+    for (const MemberPlacement& m : p.members) {
+      if (m.node >= 0) per[c.AncestorAt(c.NodeDomain(m.node), level)] += m.gpus.size();
+    }
+    long fewest = std::numeric_limits<long>::max();
+    for (const auto& [d, g] : per) fewest = std::min(fewest, g);
+    return fewest;
   }
 
   PolicyContext ctx_;

@@ -10,6 +10,7 @@
 #include "sim/policy.h"
 #include "sim/report.h"
 #include "tests/test_util.h"
+#include "topology/cluster_file.h"
 
 namespace topogang::sim {
 namespace {
@@ -125,6 +126,55 @@ TEST(Engine, SameSeedSameResults) {
     EXPECT_EQ(JobsCsv(*a, c), JobsCsv(*b, c)) << policy;
     EXPECT_GT(a->summary.restarts + 0, -1);
   }
+}
+
+TEST(Engine, TopogangRestartsAGangRatherThanRepairItWithAThinSide) {
+  // One spine over three leaves of two 8-GPU nodes, leaf uplinks 2:1. A 4 x 8 gang runs 2 + 2
+  // over leaves 0 and 1; the third leaf is free. Node 0 fails at t = 50: the only room for the
+  // lost member is leaf 2, which would leave one node in leaf 0 and one in leaf 2, each ring
+  // crossing those leaves at 1 x 8 x 50 / 2 = 200 GB/s against the NICs' 400 (a thin side, at
+  // the same span as before). So the gang restarts and is re-planned whole: leaves 1 and 2, 2 + 2.
+  Trace t = Parse("x,0,4,8,100,0.5,,\n@fail,50,node-placeholder\n");
+  Cluster c = testing::MakeCluster(
+      1, 1, 3, 2, 8, "[H100]", 0,
+      "topology: {preset: topograph, tiers: ["
+      "{name: spine, label: network.topology.nvidia.com/spine, bandwidth_gbps: 400, "
+      "oversubscription: 2},"
+      "{name: leaf, label: network.topology.nvidia.com/leaf, bandwidth_gbps: 400}]}\n");
+  t.events[0].node = c.node(0).name;
+  auto r = Simulate(c, t, "topogang", SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const JobResult& x = Find(*r, "x");
+  EXPECT_EQ(x.restarts, 1);
+  EXPECT_DOUBLE_EQ(x.bandwidth, 3200);  // 400 GB/s: NIC-bound again, no thin side
+  EXPECT_DOUBLE_EQ(x.stretch, 1);
+}
+
+TEST(Engine, TopogangRestartsAGangRatherThanLeaveALoneTrayInAnNvlinkDomain) {
+  // NVL72-like, scaled down: one spine over two leaves of two racks (NVLink domains) of four
+  // 4-GPU trays: racks 0-3 = trays 0-3, 4-7, 8-11, 12-15. x (8 trays) runs 4 + 4 on racks 0
+  // and 1, y fills rack 2, rack 3 is free. Tray 0 fails at t = 50: the only room is rack 3,
+  // where a lone replacement tray would carry the ring between racks on its 4 NICs (4 x 50 =
+  // 200 GB/s) against the 800 of a rack of 4 trays. So x restarts and is re-planned whole: 4 + 4.
+  Trace t = Parse(
+      "x,0,8,4,100,0.5,,\n"
+      "y,0,4,4,1000,0.5,,\n"
+      "@fail,50,node-placeholder\n");
+  auto spec = ParseClusterFile(
+      "generate: {zones: 1, spines_per_zone: 1, leaves_per_spine: 2, nodes_per_leaf: 8, "
+      "gpus_per_node: 4, nvlink_domain_nodes: 4, skus: [GB200], "
+      "labels: {nvlink: nvidia.com/gpu.clique}}\n",
+      "nvl.yaml");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  auto c = Cluster::Build(*spec, *PresetTopology("gb200"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  t.events[0].node = c->node(0).name;
+  auto r = Simulate(*c, t, "topogang", SimOptions{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const JobResult& x = Find(*r, "x");
+  EXPECT_EQ(x.restarts, 1);
+  EXPECT_DOUBLE_EQ(x.stretch, 1);
+  EXPECT_EQ(Find(*r, "y").restarts, 0);
 }
 
 TEST(Engine, FailuresKillBaselinesAndRepairTopogangInPlace) {
