@@ -5,7 +5,8 @@
 //    commits those reservations at once (every member binds instantly here);
 //  - completions Release; failures and drains go through GangScheduler::SetNodeCordoned. On a
 //    failure the replacement the scheduler proposes (PlanNear: next to the survivors) is
-//    applied when the gang runs at its ideal bandwidth and the repair keeps it; otherwise (or
+//    applied when the gang runs at its ideal bandwidth and the repair keeps it (no slower span,
+//    no new thin side, no NVLink domain left with fewer of its GPUs); otherwise (or
 //    when there is none) the gang is released and requeued, keeping its place in line, so it is
 //    re-planned whole instead of running slow for the rest of its life. On a drain running gangs
 //    keep their GPUs until they finish.
