@@ -102,4 +102,19 @@ inline Cluster MakeCluster(int zones, int spines, int leaves, int nodes, int gpu
   return *std::move(c);
 }
 
+// NVL72-like, scaled down: 1 spine over `leaves` leaves of 2 racks (NVLink domains, labelled
+// nvidia.com/gpu.clique as the GPU operator does) of 4 trays x 4 GPUs, gb200 preset. Node n is
+// in rack n / 4 and leaf n / 8.
+inline Cluster MakeNvlCluster(int leaves = 2) {
+  auto spec = ParseClusterFile(
+      absl::StrCat("generate: {zones: 1, spines_per_zone: 1, leaves_per_spine: ", leaves,
+                   ", nodes_per_leaf: 8, gpus_per_node: 4, nvlink_domain_nodes: 4, skus: [GB200], "
+                   "labels: {nvlink: nvidia.com/gpu.clique}}\n"),
+      "nvl.yaml");
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  auto c = Cluster::Build(*spec, *PresetTopology("gb200"));
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *std::move(c);
+}
+
 }  // namespace topogang::testing

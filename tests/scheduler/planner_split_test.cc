@@ -14,24 +14,11 @@
 #include "scheduler/planner.h"
 #include "scheduler/rank_order.h"
 #include "tests/test_util.h"
-#include "topology/cluster_file.h"
 
 namespace topogang {
 namespace {
 
-// NVL72-like, scaled down: 1 spine, `leaves` leaves of 2 racks of 4 trays x 4 GPUs each.
-// Node n is in rack n / 4 and leaf n / 8.
-Cluster Nvl(int leaves = 2) {
-  auto spec = ParseClusterFile(
-      absl::StrCat("generate: {zones: 1, spines_per_zone: 1, leaves_per_spine: ", leaves,
-                   ", nodes_per_leaf: 8, gpus_per_node: 4, nvlink_domain_nodes: 4, skus: [GB200], "
-                   "labels: {nvlink: nvidia.com/gpu.clique}}\n"),
-      "nvl.yaml");
-  EXPECT_TRUE(spec.ok()) << spec.status();
-  auto c = Cluster::Build(*spec, *PresetTopology("gb200"));
-  EXPECT_TRUE(c.ok()) << c.status();
-  return *std::move(c);
-}
+Cluster Nvl(int leaves = 2) { return testing::MakeNvlCluster(leaves); }
 
 // Marks every GPU of the given nodes used.
 void Fill(Cluster& c, const std::vector<int>& nodes) {

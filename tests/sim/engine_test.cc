@@ -10,7 +10,6 @@
 #include "sim/policy.h"
 #include "sim/report.h"
 #include "tests/test_util.h"
-#include "topology/cluster_file.h"
 
 namespace topogang::sim {
 namespace {
@@ -160,16 +159,9 @@ TEST(Engine, TopogangRestartsAGangRatherThanLeaveALoneTrayInAnNvlinkDomain) {
       "x,0,8,4,100,0.5,,\n"
       "y,0,4,4,1000,0.5,,\n"
       "@fail,50,node-placeholder\n");
-  auto spec = ParseClusterFile(
-      "generate: {zones: 1, spines_per_zone: 1, leaves_per_spine: 2, nodes_per_leaf: 8, "
-      "gpus_per_node: 4, nvlink_domain_nodes: 4, skus: [GB200], "
-      "labels: {nvlink: nvidia.com/gpu.clique}}\n",
-      "nvl.yaml");
-  ASSERT_TRUE(spec.ok()) << spec.status();
-  auto c = Cluster::Build(*spec, *PresetTopology("gb200"));
-  ASSERT_TRUE(c.ok()) << c.status();
-  t.events[0].node = c->node(0).name;
-  auto r = Simulate(*c, t, "topogang", SimOptions{});
+  Cluster c = testing::MakeNvlCluster();
+  t.events[0].node = c.node(0).name;
+  auto r = Simulate(c, t, "topogang", SimOptions{});
   ASSERT_TRUE(r.ok()) << r.status();
   const JobResult& x = Find(*r, "x");
   EXPECT_EQ(x.restarts, 1);
