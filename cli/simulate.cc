@@ -75,7 +75,8 @@ of its placement (communication model, docs/placement-quality.md).
   --required-tier-max-wait S  topogang only: every gang's switch-tier requirement (leaf, spine,
                           ...; not an NVLink domain) lapses after S seconds of waiting
                           (GangSpec::required_tier_max_wait, the topogang.io/required-tier-max-wait
-                          annotation): Slurm's --switches=N@max-time, as slurm-tree-best
+                          annotation, or daemon.required_tier_max_wait_seconds for the
+                          whole cluster): Slurm's --switches=N@max-time, as slurm-tree-best
                           models it with max_switch_wait = 300 (default: never lapses)
   --queue-starvation-minutes M, --queue-hold-min-gpus N, --queue-max-holds N,
   --queue-claim-factor X, --queue-whole-member-holds 0|1, --queue-claim-order

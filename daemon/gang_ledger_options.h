@@ -2,6 +2,7 @@
 // (topogangd/daemon_config.h), which needs the options but not the ledger.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,12 @@ struct GangLedgerOptions {
   absl::Duration sweep = absl::Seconds(1);
   // Gang queue (backfill, holds for starved large gangs) used by the default admission.
   QueueOptions queue;
+  // How long a required tier binds, per tier, for gangs whose pods do not say
+  // (topogang.io/required-tier-max-wait wins): then the gang is placed as if the tier were
+  // preferred. Slurm's max_switch_wait, set once for the cluster instead of on every job; it is
+  // what the simulated queue figures with lapsing tiers assume of every gang
+  // (docs/placement-quality.md). Empty: a required tier binds until the gang starts.
+  std::map<std::string, absl::Duration> required_tier_max_wait;
   // Who holds a gang named through the upstream API (spec.schedulingGroup / workloadRef) until
   // all its members are there. kAuto: kube-scheduler's GangScheduling plugin does, at Permit,
   // before the bind verb; so topogang binds each such member as it arrives (it still plans and

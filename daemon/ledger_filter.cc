@@ -64,19 +64,6 @@ FilterDecision ErrorResult(const std::string& error) {
 
 }  // namespace
 
-GangResolution GangLedger::Resolve(const PodInfo& pod) const {
-  return ResolveGang(pod, lookup_.load(), [this](const std::string& label) -> std::string {
-    // A PodGroup's topology key names a node label; the tier built from it is the constraint.
-    if (label == "kubernetes.io/hostname") return "node";
-    return state_.With([&](GangScheduler& s) -> std::string {
-      for (const TierSpec& t : s.cluster().topology().tiers) {
-        if (t.label == label) return t.name;
-      }
-      return "";
-    });
-  });
-}
-
 void GangLedger::WarnMembership(const PodInfo& pod, const std::string& message) {
   const std::string key = PodKey(pod.uid, pod.namespace_, pod.name);
   {

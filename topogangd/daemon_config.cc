@@ -1,8 +1,10 @@
 #include "topogangd/daemon_config.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/yaml_util.h"
+#include "k8s/gang_labels.h"
 
 namespace topogang {
 
@@ -138,6 +140,37 @@ absl::Status ParseSpares(const YAML::Node& n, absl::string_view source, SpareOpt
   return absl::OkStatus();
 }
 
+// `daemon.required_tier_max_wait_seconds`: {tier: seconds}, the cluster's default for gangs with a
+// required tier of that name and no topogang.io/required-tier-max-wait of their own.
+absl::Status ParseTierWaits(const YAML::Node& n, absl::string_view source,
+                            std::map<std::string, absl::Duration>& out) {
+  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+  if (!n.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, n), ": daemon.required_tier_max_wait_seconds: expected a ",
+                     "mapping of tier name to seconds, e.g. {leaf: 300, spine: 300}"));
+  }
+  for (const auto& kv : n) {
+    const std::string tier = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    if (!IsDnsName(tier, /*allow_dots=*/true, 253)) {
+      return absl::InvalidArgumentError(absl::StrCat(YamlWhere(source, kv.first),
+                                                     ": daemon.required_tier_max_wait_seconds: \"",
+                                                     tier.substr(0, 80), "\" is not a tier name"));
+    }
+    // The same bound as the annotation's: a requirement that lapses after a month is one.
+    const int64_t max = absl::ToInt64Seconds(kMaxRequiredTierWait);
+    int64_t secs = -1;
+    if (!kv.second.IsScalar() || !absl::SimpleAtoi(kv.second.Scalar(), &secs) || secs < 0 ||
+        secs > max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(YamlWhere(source, kv.second), ": daemon.required_tier_max_wait_seconds.",
+                       tier, ": expected whole seconds from 0 to ", max, " (7 days)"));
+    }
+    out[tier] = absl::Seconds(secs);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateTlsFiles(const TlsFiles& tls, absl::string_view source) {
@@ -199,7 +232,8 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
            "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
            "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
            "locality_patience_seconds", "thin_side_patience_seconds", "keep_claim_clear",
-           "large_gangs_in_order", "large_in_order_min_share", "wake_retry_seconds",
+           "large_gangs_in_order", "large_in_order_min_share", "required_tier_max_wait_seconds",
+           "wake_retry_seconds",
            "queue_pass_ms",
            "spares", "leader_election", "queue_journal",
            "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
@@ -266,6 +300,11 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
                                    c.extender.queue.large_in_order_min_share);
   if (!in_order_share.ok()) return in_order_share.status();
   c.extender.queue.large_in_order_min_share = *in_order_share;
+  if (absl::Status s = ParseTierWaits(d["required_tier_max_wait_seconds"], source,
+                                      c.extender.required_tier_max_wait);
+      !s.ok()) {
+    return s;
+  }
   auto wake = YamlInt(d, "wake_retry_seconds", source, 0, 3600,
                       absl::ToInt64Seconds(c.extender.wake_retry));
   if (!wake.ok()) return wake.status();

@@ -214,6 +214,12 @@ int Main(int argc, char** argv) {
         spares.marked_nodes.push_back(n.name);
       }
     }
+    for (const auto& [tier, wait] : daemon.extender.required_tier_max_wait) {
+      if (cluster->LevelByName(tier) < 0) {
+        return Fail(absl::StrCat("daemon.required_tier_max_wait_seconds: '", tier,
+                                 "' is not a tier of the cluster"));
+      }
+    }
     if (auto pool = SparePool::Build(*cluster, spares); !pool.ok()) {
       return Fail(absl::StrCat("daemon.spares: ", pool.status().message()));
     }
@@ -238,16 +244,25 @@ int Main(int argc, char** argv) {
     // Configured tiers are known now (the model's levels only once nodes carry them); detected
     // ones only once nodes are listed. Either way a tier missing from the model later is a
     // spares-invalid event, and no spares are kept.
-    if (!topology.detect && !daemon.spares.tier.empty()) {
-      std::vector<std::string> names = {"cluster"};
-      for (const TierSpec& t : topology.tiers) {
-        names.push_back(t.name);
-        names.insert(names.end(), t.aliases.begin(), t.aliases.end());
-      }
-      if (std::find(names.begin(), names.end(), daemon.spares.tier) == names.end()) {
-        return Fail(absl::StrCat(
-            "daemon.spares.tier: '", daemon.spares.tier,
-            "' is not a tier above the nodes (tiers: ", absl::StrJoin(names, ", "), ")"));
+    // Detected tiers are unknown here: a required-tier wait naming none of them never applies.
+    std::vector<std::string> names = {"cluster"};
+    for (const TierSpec& t : topology.tiers) {
+      names.push_back(t.name);
+      names.insert(names.end(), t.aliases.begin(), t.aliases.end());
+    }
+    auto known = [&](const std::string& tier) {
+      return std::find(names.begin(), names.end(), tier) != names.end();
+    };
+    if (!topology.detect && !daemon.spares.tier.empty() && !known(daemon.spares.tier)) {
+      return Fail(absl::StrCat(
+          "daemon.spares.tier: '", daemon.spares.tier,
+          "' is not a tier above the nodes (tiers: ", absl::StrJoin(names, ", "), ")"));
+    }
+    for (const auto& [tier, wait] : daemon.extender.required_tier_max_wait) {
+      if (!topology.detect && tier != "node" && !known(tier)) {
+        return Fail(absl::StrCat("daemon.required_tier_max_wait_seconds: '", tier,
+                                 "' is not a tier of the topology (tiers: node, ",
+                                 absl::StrJoin(names, ", "), ")"));
       }
     }
     state =

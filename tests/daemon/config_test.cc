@@ -134,6 +134,33 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   }
 }
 
+// The cluster's default required-tier wait (Slurm's max_switch_wait): per tier, off unless set,
+// each bad entry an error that names the key.
+TEST(DaemonConfigTest, RequiredTierMaxWait) {
+  auto off = ParseDaemonConfig(YAML::Node(), "x");
+  ASSERT_TRUE(off.ok());
+  EXPECT_TRUE(off->extender.required_tier_max_wait.empty()) << "required tiers bind by default";
+  auto on = ParseDaemonConfig(
+      YAML::Load("{required_tier_max_wait_seconds: {leaf: 300, spine: 0, rack: 604800}}"), "x");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->extender.required_tier_max_wait,
+            (std::map<std::string, absl::Duration>{{"leaf", absl::Minutes(5)},
+                                                   {"spine", absl::ZeroDuration()},
+                                                   {"rack", absl::Hours(24 * 7)}}));
+  for (const char* bad :
+       {"{required_tier_max_wait_seconds: 300}", "{required_tier_max_wait_seconds: [leaf, 300]}",
+        "{required_tier_max_wait_seconds: {leaf: -1}}",
+        "{required_tier_max_wait_seconds: {leaf: 604801}}",
+        "{required_tier_max_wait_seconds: {leaf: 5m}}",
+        "{required_tier_max_wait_seconds: {Leaf!: 300}}",
+        "{required_tier_max_wait_seconds: {[a, b]: 300}}"}) {
+    auto r = ParseDaemonConfig(YAML::Load(bad), "x");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("required_tier_max_wait_seconds"), std::string::npos)
+        << r.status();
+  }
+}
+
 // Hot spares (#13): off unless set; tier and count validated with the key named in the error.
 TEST(DaemonConfigTest, Spares) {
   auto off = ParseDaemonConfig(YAML::Node(), "x");

@@ -42,33 +42,82 @@ void FillOneNodePerRack(Fixture& f) {
   ASSERT_EQ(f.UsedGpus(), 16);
 }
 
-TEST(RequiredTierMaxWaitFilter, RefusedUntilTheWaitIsOverThenPlacedAcrossRacks) {
-  Fixture f(8);
-  FillOneNodePerRack(f);
-  ExtenderFilterResult r = f.service.Filter(MakeArgs(RackGangPod(0, "5m"), f.names));
-  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
-  f.clock.Advance(absl::Minutes(4));
-  r = f.service.Filter(MakeArgs(RackGangPod(1, "5m"), f.names));
-  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
-  EXPECT_EQ(f.UsedGpus(), 16) << "nothing reserved while the rack still binds";
-  f.clock.Advance(absl::Minutes(1));
+// Filters and binds the four members; returns the racks they were bound in.
+std::set<int> PlaceGang(Fixture& f, const std::string& max_wait) {
   std::vector<std::future<std::string>> binds;
   std::set<std::string> nodes;
   for (int i = 0; i < 4; ++i) {
-    Json p = RackGangPod(i, "5m");
+    Json p = RackGangPod(i, max_wait);
     const std::string node = f.FilterOne(p);
     nodes.insert(node);
     binds.push_back(f.Bind(p, node));
   }
   for (auto& b : binds) {
-    ASSERT_EQ(b.wait_for(kWait), std::future_status::ready);
+    EXPECT_EQ(b.wait_for(kWait), std::future_status::ready);
     EXPECT_EQ(b.get(), "");
   }
   EXPECT_EQ(nodes.size(), 4u);
   std::set<int> racks;
   for (const std::string& n : nodes) racks.insert(std::stoi(n.substr(n.size() - 3)) / 4);
-  EXPECT_EQ(racks.size(), 2u) << "across the two racks";
+  return racks;
+}
+
+// The member's filter is refused for lack of room, without an error.
+void ExpectWaits(Fixture& f, int index, const std::string& max_wait) {
+  ExtenderFilterResult r = f.service.Filter(MakeArgs(RackGangPod(index, max_wait), f.names));
+  EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+}
+
+TEST(RequiredTierMaxWaitFilter, RefusedUntilTheWaitIsOverThenPlacedAcrossRacks) {
+  Fixture f(8);
+  FillOneNodePerRack(f);
+  ExpectWaits(f, 0, "5m");
+  f.clock.Advance(absl::Minutes(4));
+  ExpectWaits(f, 1, "5m");
+  EXPECT_EQ(f.UsedGpus(), 16) << "nothing reserved while the rack still binds";
+  f.clock.Advance(absl::Minutes(1));
+  EXPECT_EQ(PlaceGang(f, "5m").size(), 2u) << "across the two racks";
   EXPECT_EQ(f.UsedGpus(), 48);
+}
+
+// daemon.required_tier_max_wait_seconds (GangLedgerOptions::required_tier_max_wait): the
+// cluster's wait for gangs that do not give their own.
+GangLedgerOptions WithClusterWait(absl::string_view tier, absl::Duration wait) {
+  GangLedgerOptions o = Fixture::Options(absl::Seconds(10), QueueOptions{});
+  o.required_tier_max_wait[std::string(tier)] = wait;
+  return o;
+}
+
+TEST(RequiredTierMaxWaitFilter, TheClusterWaitAppliesToAGangThatGivesNone) {
+  Fixture f(8, WithClusterWait("rack", absl::Minutes(5)));
+  FillOneNodePerRack(f);
+  ExpectWaits(f, 0, "");
+  f.clock.Advance(absl::Minutes(4));
+  ExpectWaits(f, 1, "");
+  EXPECT_EQ(f.UsedGpus(), 16);
+  f.clock.Advance(absl::Minutes(1));
+  EXPECT_EQ(PlaceGang(f, "").size(), 2u) << "placed across racks once the cluster's wait is over";
+}
+
+TEST(RequiredTierMaxWaitFilter, AGangsOwnWaitWinsOverTheClusters) {
+  Fixture f(8, WithClusterWait("rack", absl::Minutes(5)));
+  FillOneNodePerRack(f);
+  ExpectWaits(f, 0, "10m");
+  f.clock.Advance(absl::Minutes(5));
+  ExpectWaits(f, 1, "10m");
+  EXPECT_EQ(f.UsedGpus(), 16) << "its own 10 minutes, not the cluster's 5";
+  f.clock.Advance(absl::Minutes(5));
+  EXPECT_EQ(PlaceGang(f, "10m").size(), 2u);
+}
+
+TEST(RequiredTierMaxWaitFilter, TheClusterWaitOfAnotherTierDoesNotApply) {
+  Fixture f(8, WithClusterWait("switch", absl::ZeroDuration()));
+  FillOneNodePerRack(f);
+  for (int i = 0; i < 3; ++i) {
+    ExpectWaits(f, i, "");
+    f.clock.Advance(absl::Minutes(4));
+  }
+  EXPECT_EQ(f.UsedGpus(), 16) << "a rack requirement still binds";
 }
 
 // A job deleted and created again under the same name is a new gang: it waits its own time, not
@@ -106,8 +155,7 @@ TEST(RequiredTierMaxWaitFilter, WithoutTheKeyTheGangKeepsWaiting) {
   Fixture f(8);
   FillOneNodePerRack(f);
   for (int i = 0; i < 3; ++i) {
-    ExtenderFilterResult r = f.service.Filter(MakeArgs(RackGangPod(i, ""), f.names));
-    EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
+    ExpectWaits(f, i, "");
     f.clock.Advance(absl::Minutes(4));  // under the queue's 6-minute staleness: still waiting
   }
   EXPECT_EQ(f.UsedGpus(), 16);

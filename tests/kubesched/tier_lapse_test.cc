@@ -4,6 +4,8 @@
 // its unschedulable pool. Nothing happens in the cluster when the wait lapses, so kube-scheduler
 // would not ask again for 5 minutes: topogangd's own queue pass (queue_pass_ms) starts the gang
 // and wakes its pods (a Node annotation update), and the gang binds across the two leaves, whole.
+// The same with the wait set once for the cluster (daemon.required_tier_max_wait_seconds) instead
+// of on the pods.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -30,12 +32,16 @@ class TierLapseEndToEnd : public testing::EmulatedDaemonTest {
       n["status"]["allocatable"]["pods"] = "110";
       api.PutNode(n);
     }
-    // kube-scheduler's own 5-minute flush (30 s real here) is longer than WaitBound waits.
-    StartAll("queue_pass_ms: 500");
   }
+  // `pod_wait`: the pods' topogang.io/required-tier-max-wait ("" = none); `daemon_extra`: more
+  // keys of topogangd's daemon section.
+  void ExpectLapsesAcrossLeaves(const std::string& pod_wait, const std::string& daemon_extra);
 };
 
-TEST_F(TierLapseEndToEnd, AGangWhoseLeafNeverFreesStartsAcrossLeavesAfterItsWait) {
+void TierLapseEndToEnd::ExpectLapsesAcrossLeaves(const std::string& pod_wait,
+                                                 const std::string& daemon_extra) {
+  // kube-scheduler's own 5-minute flush (30 s real here) is longer than WaitBound waits.
+  StartAll(absl::StrCat("queue_pass_ms: 500", daemon_extra));
   // One 8-GPU job on node 0 and one on node 4: three free nodes per leaf.
   for (const char* b : {"block-a", "block-b"}) {
     api.PutPod(GangPod(b, "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
@@ -46,7 +52,8 @@ TEST_F(TierLapseEndToEnd, AGangWhoseLeafNeverFreesStartsAcrossLeavesAfterItsWait
   for (int m = 0; m < 4; ++m) {
     Json p = GangPod(absl::StrCat("lap-", m), "lap", 4, 8);
     p["metadata"]["annotations"]["topogang.io/required-tier"] = "leaf";
-    p["metadata"]["annotations"]["topogang.io/required-tier-max-wait"] = "1s";  // topogangd's time
+    if (!pod_wait.empty())
+      p["metadata"]["annotations"]["topogang.io/required-tier-max-wait"] = pod_wait;
     api.PutPod(p);
   }
   ASSERT_TRUE(WaitBound({"lap-0", "lap-1", "lap-2", "lap-3"})) << topogangd.LogTail(30);
@@ -70,6 +77,14 @@ TEST_F(TierLapseEndToEnd, AGangWhoseLeafNeverFreesStartsAcrossLeavesAfterItsWait
     woken += meta.contains("annotations") && meta["annotations"].contains("topogang.io/wake");
   }
   EXPECT_EQ(woken, 1);
+}
+
+TEST_F(TierLapseEndToEnd, AGangWhoseLeafNeverFreesStartsAcrossLeavesAfterItsWait) {
+  ExpectLapsesAcrossLeaves("1s", "");  // topogangd's time
+}
+
+TEST_F(TierLapseEndToEnd, TheClustersWaitAppliesToAGangThatGivesNone) {
+  ExpectLapsesAcrossLeaves("", ", required_tier_max_wait_seconds: {leaf: 1}");
 }
 
 }  // namespace

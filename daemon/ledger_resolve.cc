@@ -1,0 +1,36 @@
+// GangLedger::Resolve: the pod's gang, with the cluster's defaults the pods do not override.
+#include "daemon/gang_ledger.h"
+
+namespace topogang {
+
+GangResolution GangLedger::Resolve(const PodInfo& pod) const {
+  GangResolution r =
+      ResolveGang(pod, lookup_.load(), [this](const std::string& label) -> std::string {
+        // A PodGroup's topology key names a node label; the tier built from it is the constraint.
+        if (label == "kubernetes.io/hostname") return "node";
+        return state_.With([&](GangScheduler& s) -> std::string {
+          for (const TierSpec& t : s.cluster().topology().tiers) {
+            if (t.label == label) return t.name;
+          }
+          return "";
+        });
+      });
+  GangMembership& g = r.gang;
+  // The annotation's longest wait is 7 days, so an infinite one was not given by the pod.
+  if (r.kind != GangResolution::Kind::kGang || g.required_tier.empty() ||
+      g.required_tier_max_wait != absl::InfiniteDuration() ||
+      options_.required_tier_max_wait.empty()) {
+    return r;
+  }
+  // Matched by level, so an alias of the tier (or the tier a PodGroup's label maps to) counts.
+  state_.With([&](GangScheduler& s) {
+    const Cluster& c = s.cluster();
+    const int level = c.LevelByName(g.required_tier);
+    for (const auto& [tier, wait] : options_.required_tier_max_wait) {
+      if (level >= 0 && c.LevelByName(tier) == level) g.required_tier_max_wait = wait;
+    }
+  });
+  return r;
+}
+
+}  // namespace topogang
