@@ -3,6 +3,7 @@
 // reserved gang on the wait is an error, like one that disagrees on the tier.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <future>
 #include <set>
 
@@ -68,16 +69,26 @@ void ExpectWaits(Fixture& f, int index, const std::string& max_wait) {
   EXPECT_TRUE(r.node_names.empty() && r.error.empty()) << r.error;
 }
 
+// With one node of each rack busy, the gang's members are refused, and nothing is reserved, until
+// `lapse` after the first filter; then the gang is placed across the two racks. Filters every 4
+// minutes at most, inside the queue's 6-minute staleness.
+void ExpectRefusedUntil(Fixture& f, const std::string& pod_wait, absl::Duration lapse) {
+  FillOneNodePerRack(f);
+  absl::Duration waited;
+  for (int i = 0; waited < lapse; ++i) {
+    ExpectWaits(f, i % 4, pod_wait);
+    EXPECT_EQ(f.UsedGpus(), 16) << "reserved while the rack still binds, at " << waited;
+    const absl::Duration step = std::min(absl::Minutes(4), lapse - waited);
+    f.clock.Advance(step);
+    waited += step;
+  }
+  EXPECT_EQ(PlaceGang(f, pod_wait).size(), 2u) << "across the two racks";
+  EXPECT_EQ(f.UsedGpus(), 48);
+}
+
 TEST(RequiredTierMaxWaitFilter, RefusedUntilTheWaitIsOverThenPlacedAcrossRacks) {
   Fixture f(8);
-  FillOneNodePerRack(f);
-  ExpectWaits(f, 0, "5m");
-  f.clock.Advance(absl::Minutes(4));
-  ExpectWaits(f, 1, "5m");
-  EXPECT_EQ(f.UsedGpus(), 16) << "nothing reserved while the rack still binds";
-  f.clock.Advance(absl::Minutes(1));
-  EXPECT_EQ(PlaceGang(f, "5m").size(), 2u) << "across the two racks";
-  EXPECT_EQ(f.UsedGpus(), 48);
+  ExpectRefusedUntil(f, "5m", absl::Minutes(5));
 }
 
 // daemon.required_tier_max_wait_seconds (GangLedgerOptions::required_tier_max_wait): the
@@ -90,24 +101,12 @@ GangLedgerOptions WithClusterWait(absl::string_view tier, absl::Duration wait) {
 
 TEST(RequiredTierMaxWaitFilter, TheClusterWaitAppliesToAGangThatGivesNone) {
   Fixture f(8, WithClusterWait("rack", absl::Minutes(5)));
-  FillOneNodePerRack(f);
-  ExpectWaits(f, 0, "");
-  f.clock.Advance(absl::Minutes(4));
-  ExpectWaits(f, 1, "");
-  EXPECT_EQ(f.UsedGpus(), 16);
-  f.clock.Advance(absl::Minutes(1));
-  EXPECT_EQ(PlaceGang(f, "").size(), 2u) << "placed across racks once the cluster's wait is over";
+  ExpectRefusedUntil(f, "", absl::Minutes(5));
 }
 
 TEST(RequiredTierMaxWaitFilter, AGangsOwnWaitWinsOverTheClusters) {
   Fixture f(8, WithClusterWait("rack", absl::Minutes(5)));
-  FillOneNodePerRack(f);
-  ExpectWaits(f, 0, "10m");
-  f.clock.Advance(absl::Minutes(5));
-  ExpectWaits(f, 1, "10m");
-  EXPECT_EQ(f.UsedGpus(), 16) << "its own 10 minutes, not the cluster's 5";
-  f.clock.Advance(absl::Minutes(5));
-  EXPECT_EQ(PlaceGang(f, "10m").size(), 2u);
+  ExpectRefusedUntil(f, "10m", absl::Minutes(10));  // refused at 8 minutes too
 }
 
 TEST(RequiredTierMaxWaitFilter, TheClusterWaitOfAnotherTierDoesNotApply) {
