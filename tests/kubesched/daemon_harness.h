@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tests/kubesched/emulator.h"
 #include "tests/kubesched/topogangd_process.h"
 #include "tests/support/fake_apiserver.h"
@@ -86,6 +87,19 @@ class EmulatedDaemonTest : public ::testing::Test {
   std::string BoundNode(const std::string& pod) {
     auto r = emu->Record("default/" + pod);
     return r ? r->node_name : "";
+  }
+  // Creates gang `gang`'s pods, named gang-0 .. gang-(members - 1), each of `gpus` GPUs with
+  // `spec` merged in (GangPod); returns their names in order. `gang` "": `members` separate pods
+  // of no gang, named `prefix`-0 ...
+  std::vector<std::string> PutGang(const std::string& gang, int members, int gpus,
+                                   const Json& spec = Json::object(),
+                                   const std::string& prefix = "") {
+    std::vector<std::string> pods;
+    for (int m = 0; m < members; ++m) {
+      pods.push_back(absl::StrCat(gang.empty() ? prefix : gang, "-", m));
+      api.PutPod(GangPod(pods.back(), gang, gang.empty() ? 1 : members, gpus, spec));
+    }
+    return pods;
   }
   bool WaitBound(const std::vector<std::string>& pods) {
     return emu->WaitFor(

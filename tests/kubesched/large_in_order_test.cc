@@ -36,11 +36,8 @@ class LargeInOrderEndToEnd : public testing::EmulatedDaemonTest {
     api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
     EXPECT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
     EXPECT_EQ(BoundNode("block"), "b0");
-    std::vector<std::string> big;
-    for (int m = 0; m < members; ++m) {
-      big.push_back(absl::StrCat("big-", m));
-      api.PutPod(GangPod(big.back(), "big", members, 8, Json{{"nodeSelector", {{"pool", "b"}}}}));
-    }
+    const std::vector<std::string> big =
+        PutGang("big", members, 8, Json{{"nodeSelector", {{"pool", "b"}}}});
     EXPECT_TRUE(emu->WaitFor([&] {
       auto r = emu->Record("default/big-0");
       return r && r->fit_errors > 0;
@@ -48,14 +45,7 @@ class LargeInOrderEndToEnd : public testing::EmulatedDaemonTest {
     return big;
   }
   // The younger large gang, 2 x 8 GPUs, no constraint: it fits pool a now.
-  std::vector<std::string> QueueTheYoungGang() {
-    std::vector<std::string> young;
-    for (int m = 0; m < 2; ++m) {
-      young.push_back(absl::StrCat("young-", m));
-      api.PutPod(GangPod(young.back(), "young", 2, 8));
-    }
-    return young;
-  }
+  std::vector<std::string> QueueTheYoungGang() { return PutGang("young", 2, 8); }
   void YoungerLargeGangWaitsOnlyWhenInOrder(bool in_order);
   std::set<std::string> pool_a, pool_b;
 };

@@ -36,11 +36,8 @@ class QueueHoldEndToEnd : public testing::EmulatedDaemonTest {
     api.PutPod(GangPod("block", "", 1, 8, Json{{"nodeSelector", {{"blocker", "yes"}}}}));
     EXPECT_TRUE(WaitBound({"block"})) << topogangd.LogTail(30);
     EXPECT_EQ(BoundNode("block"), "b0");
-    std::vector<std::string> big;
-    for (int m = 0; m < 4; ++m) {
-      big.push_back(absl::StrCat("big-", m));
-      api.PutPod(GangPod(big.back(), "big", 4, 8, Json{{"nodeSelector", {{"pool", "b"}}}}));
-    }
+    const std::vector<std::string> big =
+        PutGang("big", 4, 8, Json{{"nodeSelector", {{"pool", "b"}}}});
     EXPECT_TRUE(emu->WaitFor([&] {
       auto r = emu->Record("default/big-0");
       return r && r->fit_errors > 0;
@@ -55,11 +52,7 @@ TEST_F(QueueHoldEndToEnd, AGangWithANodeSelectorIsHeldGpusOnlyWhereItMayRun) {
   if (HasFailure()) return;
   // Four single-node jobs with no constraint: pool b's free nodes are held for the gang, so all
   // four run in pool a.
-  std::vector<std::string> small;
-  for (int i = 0; i < 4; ++i) {
-    small.push_back(absl::StrCat("small-", i));
-    api.PutPod(GangPod(small.back(), "", 1, 8));
-  }
+  const std::vector<std::string> small = PutGang("", 4, 8, Json::object(), "small");
   ASSERT_TRUE(WaitBound(small)) << topogangd.LogTail(30);
   for (const std::string& p : small) {
     EXPECT_TRUE(pool_a.count(BoundNode(p))) << p << " runs on " << BoundNode(p);

@@ -39,11 +39,7 @@ TEST_F(WholeNodesEndToEnd, AGangOfHalfNodeMembersGetsWholeNodes) {
     HalfUse(node);
     if (HasFatalFailure()) return;
   }
-  std::vector<std::string> pods;
-  for (int m = 0; m < 4; ++m) {
-    pods.push_back(absl::StrCat("g-", m));
-    api.PutPod(GangPod(pods.back(), "g", 4, 4));
-  }
+  const std::vector<std::string> pods = PutGang("g", 4, 4);
   ASSERT_TRUE(WaitBound(pods)) << topogangd.LogTail(30);
   std::map<std::string, int> per_node;
   for (const std::string& p : pods) ++per_node[BoundNode(p)];
