@@ -35,8 +35,7 @@ inline constexpr char kPreferredTierKey[] = "topogang.io/preferred-tier";
 // preferred (GangSpec::required_tier_max_wait; Slurm's --switches=N@max-time). Needs a required
 // tier, from topogang.io/required-tier or the convention that named the gang.
 inline constexpr char kRequiredTierMaxWaitKey[] = "topogang.io/required-tier-max-wait";
-// Longer waits are refused as mistakes: a requirement that lapses after a month is a requirement.
-inline constexpr absl::Duration kMaxRequiredTierWait = absl::Hours(24 * 7);
+// Longer waits than kMaxRequiredTierWait (scheduler/gang.h) are refused as mistakes.
 inline constexpr char kSliceSizeKey[] = "topogang.io/slice-size";
 inline constexpr char kSliceTierKey[] = "topogang.io/slice-tier";
 // An elastic gang (#13): it starts once this many members fit (1 <= min < size) and grows toward

@@ -10,6 +10,9 @@
 namespace topogang {
 
 inline constexpr int kMaxGangMembers = 100000;
+// The longest GangSpec::required_tier_max_wait a user or an operator may give: a requirement
+// that lapses after a month is a requirement.
+inline constexpr absl::Duration kMaxRequiredTierWait = absl::Hours(24 * 7);
 
 // Groups of `members` consecutive members that must each share one domain of `tier` (tensor- or
 // pipeline-parallel groups). members == 0 means no slicing.

@@ -1,10 +1,11 @@
 #include "topogangd/daemon_config.h"
 
+#include <set>
+
 #include "absl/strings/ascii.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/yaml_util.h"
-#include "k8s/gang_labels.h"
+#include "config/queue_config.h"
 
 namespace topogang {
 
@@ -140,37 +141,6 @@ absl::Status ParseSpares(const YAML::Node& n, absl::string_view source, SpareOpt
   return absl::OkStatus();
 }
 
-// `daemon.required_tier_max_wait_seconds`: {tier: seconds}, the cluster's default for gangs with a
-// required tier of that name and no topogang.io/required-tier-max-wait of their own.
-absl::Status ParseTierWaits(const YAML::Node& n, absl::string_view source,
-                            std::map<std::string, absl::Duration>& out) {
-  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
-  if (!n.IsMap()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(YamlWhere(source, n), ": daemon.required_tier_max_wait_seconds: expected a ",
-                     "mapping of tier name to seconds, e.g. {leaf: 300, spine: 300}"));
-  }
-  for (const auto& kv : n) {
-    const std::string tier = kv.first.IsScalar() ? kv.first.Scalar() : "";
-    if (!IsDnsName(tier, /*allow_dots=*/true, 253)) {
-      return absl::InvalidArgumentError(absl::StrCat(YamlWhere(source, kv.first),
-                                                     ": daemon.required_tier_max_wait_seconds: \"",
-                                                     tier.substr(0, 80), "\" is not a tier name"));
-    }
-    // The same bound as the annotation's: a requirement that lapses after a month is one.
-    const int64_t max = absl::ToInt64Seconds(kMaxRequiredTierWait);
-    int64_t secs = -1;
-    if (!kv.second.IsScalar() || !absl::SimpleAtoi(kv.second.Scalar(), &secs) || secs < 0 ||
-        secs > max) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(YamlWhere(source, kv.second), ": daemon.required_tier_max_wait_seconds.",
-                       tier, ": expected whole seconds from 0 to ", max, " (7 days)"));
-    }
-    out[tier] = absl::Seconds(secs);
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status ValidateTlsFiles(const TlsFiles& tls, absl::string_view source) {
@@ -222,28 +192,18 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
     return absl::InvalidArgumentError(
         absl::StrCat(YamlWhere(source, d), ": daemon: expected a mapping"));
   }
-  // clang-format off
-  if (absl::Status s = YamlCheckKeys(
-          d, source,
-          {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
-           "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
-           "max_connections", "starvation_threshold_seconds", "hold_min_gpus", "max_holds",
-           "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
-           "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
-           "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
-           "locality_patience_seconds", "thin_side_patience_seconds", "keep_claim_clear",
-           "large_gangs_in_order", "large_in_order_min_share", "required_tier_max_wait_seconds",
-           "wake_retry_seconds",
-           "queue_pass_ms",
-           "spares", "leader_election", "queue_journal",
-           "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms",  // HttpTransportOptions
-           "max_inflight_body_bytes", "health_port",
-           "grpc"},  // parsed by ParseGrpcConfig (grpc_config.h)
-          "daemon");
-      !s.ok()) {
-    return s;
-  }
-  // clang-format on
+  std::set<std::string> keys = DaemonQueueKeys();  // config/queue_config.h reads these
+  keys.insert(
+      {"http_port", "bind_address", "url_prefix", "filter_verb", "prioritize_verb", "bind_verb",
+       "preempt_verb", "gpu_resource", "bind_window_ms", "max_body_bytes", "http_threads",
+       "max_connections", "bind_parallelism", "gang_barrier", "scheduler_names", "preemption",
+       "preemption_retry_seconds", "nomination_ttl_seconds", "failed_node_memory_seconds",
+       "slow_node_gang_gpus", "slow_node_threshold", "slow_node_half_life_seconds",
+       "wake_retry_seconds", "queue_pass_ms", "spares", "leader_election", "queue_journal",
+       // HttpTransportOptions
+       "tls", "idle_timeout_ms", "read_timeout_ms", "write_timeout_ms", "max_inflight_body_bytes",
+       "health_port", "grpc"});  // parsed by ParseGrpcConfig (grpc_config.h)
+  if (absl::Status s = YamlCheckKeys(d, source, keys, "daemon"); !s.ok()) return s;
   auto port = YamlInt(d, "http_port", source, 1, 65535, c.http.port);
   if (!port.ok()) return port.status();
   c.http.port = static_cast<int>(*port);
@@ -271,40 +231,10 @@ absl::StatusOr<DaemonConfig> ParseDaemonConfig(const YAML::Node& d, absl::string
   auto conns = YamlInt(d, "max_connections", source, 1, 1000000, c.http.max_connections);
   if (!conns.ok()) return conns.status();
   c.http.max_connections = static_cast<int>(*conns);
-  auto starve = YamlInt(d, "starvation_threshold_seconds", source, 0, 30 * 86400,
-                        absl::ToInt64Seconds(c.extender.queue.starvation_threshold));
-  if (!starve.ok()) return starve.status();
-  c.extender.queue.starvation_threshold = absl::Seconds(*starve);
-  auto hold_min = YamlInt(d, "hold_min_gpus", source, 1, 10000000, c.extender.queue.hold_min_gpus);
-  if (!hold_min.ok()) return hold_min.status();
-  c.extender.queue.hold_min_gpus = static_cast<int>(*hold_min);
-  auto holds = YamlInt(d, "max_holds", source, 0, 1000, c.extender.queue.max_holds);
-  if (!holds.ok()) return holds.status();
-  c.extender.queue.max_holds = static_cast<int>(*holds);
-  auto patience = YamlInt(d, "locality_patience_seconds", source, 0, 86400,
-                          absl::ToInt64Seconds(c.extender.queue.locality_patience));
-  if (!patience.ok()) return patience.status();
-  c.extender.queue.locality_patience = absl::Seconds(*patience);
-  auto thin = YamlInt(d, "thin_side_patience_seconds", source, 0, 7 * 86400,
-                      absl::ToInt64Seconds(c.extender.queue.thin_side_patience));
-  if (!thin.ok()) return thin.status();
-  c.extender.queue.thin_side_patience = absl::Seconds(*thin);
-  auto clear = YamlBool(d, "keep_claim_clear", source, c.extender.queue.keep_claim_clear);
-  if (!clear.ok()) return clear.status();
-  c.extender.queue.keep_claim_clear = *clear;
-  auto in_order =
-      YamlBool(d, "large_gangs_in_order", source, c.extender.queue.large_gangs_in_order);
-  if (!in_order.ok()) return in_order.status();
-  c.extender.queue.large_gangs_in_order = *in_order;
-  auto in_order_share = YamlDouble(d, "large_in_order_min_share", source, 0, 1,
-                                   c.extender.queue.large_in_order_min_share);
-  if (!in_order_share.ok()) return in_order_share.status();
-  c.extender.queue.large_in_order_min_share = *in_order_share;
-  if (absl::Status s = ParseTierWaits(d["required_tier_max_wait_seconds"], source,
-                                      c.extender.required_tier_max_wait);
-      !s.ok()) {
-    return s;
-  }
+  DaemonQueueConfig queue{c.extender.queue, c.extender.required_tier_max_wait};
+  if (absl::Status s = ParseDaemonQueueConfig(d, source, queue); !s.ok()) return s;
+  c.extender.queue = queue.queue;
+  c.extender.required_tier_max_wait = queue.required_tier_max_wait;
   auto wake = YamlInt(d, "wake_retry_seconds", source, 0, 3600,
                       absl::ToInt64Seconds(c.extender.wake_retry));
   if (!wake.ok()) return wake.status();
