@@ -17,6 +17,7 @@
 #include "common/args.h"
 #include "common/file_util.h"
 #include "config/loader.h"
+#include "config/queue_config.h"
 #include "sim/engine.h"
 #include "sim/feature_report.h"
 #include "sim/generator.h"
@@ -40,7 +41,10 @@ Each job is a gang (members x GPUs per member); its run time is stretched by the
 of its placement (communication model, docs/placement-quality.md).
 
   --cluster FILE          cluster file (examples/clusters/*.yaml)
-  --config FILE           topogang config (topology tiers, bandwidths)
+  --config FILE           topogang config (topology tiers, bandwidths); the queue keys of its
+                          daemon section (large_gangs_in_order, required_tier_max_wait_seconds,
+                          ...: docs/configuration.md) set the topogang policy's queue as they
+                          set topogangd's; the --queue-* flags override them
   --trace FILE            trace CSV (docs/traces.md)
   --policy A,B,...        policies (default: all): default, gang-firstfit, kueue-tas,
                           slurm-tree, volcano-hypernode, topogang; topogang with the policies
@@ -284,6 +288,23 @@ int RunSimulate(int argc, char** argv) {
     return 2;
   }
   for (const std::string& w : loaded->warnings) std::cerr << "warning: " << w << "\n";
+  // The config's daemon section sets the queue topogangd runs; the `topogang` policy runs the
+  // same one (the --queue-* flags and --required-tier-max-wait still override it).
+  DaemonQueueConfig daemon_queue;
+  const std::string config_source = args->Get("config", args->Get("cluster"));
+  if (absl::Status s = ParseDaemonQueueConfig(loaded->config.daemon, config_source, daemon_queue);
+      !s.ok()) {
+    std::cerr << "topogang simulate: " << s.message() << "\n";
+    return 2;
+  }
+  for (const auto& [tier, wait] : daemon_queue.required_tier_max_wait) {
+    if (cluster->LevelByName(tier) < 0) {
+      std::cerr << "topogang simulate: " << config_source
+                << ": daemon.required_tier_max_wait_seconds: '" << tier
+                << "' is not a tier of the cluster\n";
+      return 2;
+    }
+  }
 
   double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf, q_soonest,
       q_clear, q_in_order, q_in_order_share, q_thin, q_bf_holds, q_horizon;
@@ -516,6 +537,8 @@ int RunSimulate(int argc, char** argv) {
   opt.snapshot_at_s = snapshot;
   opt.locality_patience_s = patience;
   opt.required_tier_max_wait_s = tier_wait;
+  opt.queue_base = daemon_queue.queue;
+  opt.required_tier_max_wait_by_tier = daemon_queue.required_tier_max_wait;
   opt.repair_in_place_always = args->Has("repair-in-place-always");
   opt.spares_per_domain = static_cast<int>(spares);
   opt.spare_tier = args->Get("spare-tier", "");

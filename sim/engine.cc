@@ -204,6 +204,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   ctx.locality_patience_s = opt.locality_patience_s;
   ctx.required_tier_max_wait_s = opt.required_tier_max_wait_s;
   ctx.queue = opt.queue;
+  ctx.queue_base = opt.queue_base;
+  ctx.required_tier_max_wait_by_tier = opt.required_tier_max_wait_by_tier;
   ctx.repair_in_place_always = opt.repair_in_place_always;
   ctx.preemption = opt.preemption;
   ctx.elastic = opt.elastic;

@@ -3,6 +3,7 @@
 // no clocks; the same inputs give the same result.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,9 @@ struct SimOptions {
   double locality_patience_s = -1;       // `topogang` only: see PolicyContext
   double required_tier_max_wait_s = -1;  // `topogang` only: see PolicyContext
   QueueOverrides queue;                  // `topogang` only: QueueOptions overrides
-  bool repair_in_place_always = false;   // `topogang` only: see PolicyContext
+  QueueOptions queue_base;               // `topogang` only: see PolicyContext
+  std::map<std::string, absl::Duration> required_tier_max_wait_by_tier;  // the same
+  bool repair_in_place_always = false;  // `topogang` only: see PolicyContext
   // When to photograph occupancy by leaf; < 0: the midpoint of the trace's arrivals.
   double snapshot_at_s = -1;
   // `topogang` only, issue #13 (see PolicyContext). The policy name may also switch them on:

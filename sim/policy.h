@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "scheduler/gang.h"
 #include "scheduler/placement.h"
+#include "scheduler/queue_policy.h"
 #include "sim/trace.h"
 #include "topology/cluster.h"
 
@@ -63,6 +65,12 @@ struct PolicyContext {
   double required_tier_max_wait_s = -1;
   // `topogang` only: the daemon's queue options (scheduler/queue_policy.h), defaults unless set.
   QueueOverrides queue;
+  // `topogang` only: what a config file's daemon section sets (config/queue_config.h, `simulate
+  // --config`): the queue options the overrides above apply to, and per tier the required-tier
+  // wait of gangs that give none (matched by level; required_tier_max_wait_s, when set, wins
+  // for the switch tiers).
+  QueueOptions queue_base;
+  std::map<std::string, absl::Duration> required_tier_max_wait_by_tier;
   // `topogang` only: how the simulator acts on the scheduler's replacement proposals. By
   // default a failure-hit gang is repaired in place only when it already runs at its ideal
   // bandwidth and the repair keeps that; otherwise it is requeued and re-planned whole (a

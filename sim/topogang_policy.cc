@@ -77,7 +77,7 @@ class TopogangPolicy : public Policy {
   std::string name() const override { return "topogang"; }
 
   static QueueOptions Options(const PolicyContext& ctx) {
-    QueueOptions o;
+    QueueOptions o = ctx.queue_base;
     if (ctx.queue.starvation_s >= 0) o.starvation_threshold = absl::Seconds(ctx.queue.starvation_s);
     if (ctx.queue.hold_min_gpus >= 0) o.hold_min_gpus = ctx.queue.hold_min_gpus;
     if (ctx.queue.max_holds >= 0) o.max_holds = ctx.queue.max_holds;
@@ -244,9 +244,14 @@ class TopogangPolicy : public Policy {
   GangSpec QueuedSpec(int j) const {
     GangSpec g = job(j).gang;
     if (IsElastic(j)) g.members = job(j).trace->min_members;
-    if (ctx_.required_tier_max_wait_s >= 0 && !g.required_tier.empty() &&
-        !IsNvlinkLevel(cluster(), cluster().LevelByName(g.required_tier))) {
+    if (g.required_tier.empty() || g.required_tier_max_wait != absl::InfiniteDuration()) return g;
+    const int level = cluster().LevelByName(g.required_tier);
+    if (ctx_.required_tier_max_wait_s >= 0 && !IsNvlinkLevel(cluster(), level)) {
       g.required_tier_max_wait = absl::Seconds(ctx_.required_tier_max_wait_s);
+      return g;
+    }
+    for (const auto& [tier, wait] : ctx_.required_tier_max_wait_by_tier) {
+      if (level >= 0 && cluster().LevelByName(tier) == level) g.required_tier_max_wait = wait;
     }
     return g;
   }
