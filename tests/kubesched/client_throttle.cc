@@ -32,8 +32,10 @@ void ClientThrottle::Call(std::function<void()> call) {
   const absl::Duration wait = Reserve();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (wait > absl::ZeroDuration() && !stopping_) {
-      // Tokens come in order, so the queue stays sorted by due time.
+    // Behind the calls still queued or running on the throttle's thread even when this one's
+    // token is already here: their tokens came first. (Run in the caller, it could overtake
+    // them on a loaded machine.) Tokens come in order, so the queue stays sorted by due time.
+    if (!stopping_ && (wait > absl::ZeroDuration() || !pending_.empty() || running_)) {
       pending_.emplace_back(absl::Now() + clock_.ToReal(wait), std::move(call));
       cv_.notify_all();
       return;
@@ -77,9 +79,11 @@ void ClientThrottle::Run() {
     }
     std::function<void()> call = std::move(pending_.front().second);
     pending_.pop_front();
+    running_ = true;
     lock.unlock();
     call();
     lock.lock();
+    running_ = false;
   }
 }
 

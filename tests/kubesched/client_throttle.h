@@ -54,6 +54,7 @@ class ClientThrottle {
   double tokens_;  // below 0: reserved ahead
   absl::Time last_;
   bool stopping_ = false;
+  bool running_ = false;  // Run is executing a call (lock released)
   int64_t throttled_ = 0;
   absl::Duration waited_;
   std::deque<std::pair<absl::Time, std::function<void()>>> pending_;  // real due time

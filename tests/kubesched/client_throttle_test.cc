@@ -47,6 +47,33 @@ TEST(ClientThrottle, NoQpsNoLimit) {
   EXPECT_EQ(t.throttled(), 0);
 }
 
+// A call whose token is already there when it is made (time passed since the last) must still
+// run after the calls queued before it, not in the caller ahead of them: what made the test below
+// fail, rarely, on a loaded machine. Here every second call waits for its token and the next
+// finds one at once, 500 times over.
+TEST(ClientThrottle, ACallWhoseTokenIsAlreadyHereStillRunsAfterTheQueuedOnes) {
+  FakeClock clock;  // queued calls are due at once in real time: only their order is left
+  ClientThrottle t(clock, /*qps=*/1, /*burst=*/1);
+  std::mutex mu;
+  std::vector<int> order;
+  constexpr int kCalls = 1000;
+  for (int i = 0; i < kCalls; ++i) {
+    if (i % 2 == 0) clock.Advance(absl::Seconds(2));  // a token is back in the bucket
+    t.Call([&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      order.push_back(i);
+    });
+  }
+  for (absl::Time deadline = absl::Now() + absl::Seconds(5); absl::Now() < deadline;) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (order.size() == kCalls) break;
+  }
+  std::vector<int> want(kCalls);
+  for (int i = 0; i < kCalls; ++i) want[i] = i;
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(order, want);
+}
+
 TEST(ClientThrottle, CallsRunInTokenOrderAndStopRunsTheRestAtOnce) {
   ScaledClock clock(1000);  // a virtual second is a real millisecond
   ClientThrottle t(clock, /*qps=*/100, /*burst=*/1);
@@ -62,7 +89,8 @@ TEST(ClientThrottle, CallsRunInTokenOrderAndStopRunsTheRestAtOnce) {
   }
   {
     // The one token in the bucket: run in the caller. (Not "only call 0 has run yet": the next
-    // token is 10 us of real time away, which a loaded machine can let pass before this check.)
+    // token is 10 us of real time away, which a loaded machine can let pass before this check;
+    // then a later call finds its token already there, and must still run after those queued.)
     std::lock_guard<std::mutex> lock(mu);
     ASSERT_FALSE(order.empty());
     EXPECT_EQ(order.front(), 0);
