@@ -29,6 +29,7 @@
 #include "sim/report.h"
 #include "sim/svg.h"
 #include "sim/trace_features.h"
+#include "topology/nvlink_tier.h"
 
 namespace topogang::cli {
 namespace {
@@ -430,11 +431,7 @@ int RunSimulate(int argc, char** argv) {
       g.node_names.push_back(cluster->node(n).name);
     }
     // The NVLink tier (nvl72 gangs ask for it; correlated failures take a rack down).
-    int nvlink = -1;
-    for (const TierSpec& t : cluster->topology().tiers) {
-      const int l = cluster->LevelByName(t.name);
-      if (l > 0 && nvlink < 0 && sim::IsNvlinkTier(t.name, t.label)) nvlink = l;
-    }
+    const int nvlink = NvlinkDomainLevel(*cluster);
     if (nvlink > 0) {
       g.nvlink_tier = cluster->LevelName(nvlink);
       g.nvlink_gpus = cluster->MaxDomainGpus(nvlink);

@@ -273,6 +273,7 @@ GangLedger::Stats GangLedger::GetStats() const {
     else
       ++s.reserved_gangs;
     for (const Member& m : e.slots) s.held_binds += m.held ? 1 : 0;
+    s.degraded_gangs += e.degraded.empty() ? 0 : 1;
   }
   return s;
 }

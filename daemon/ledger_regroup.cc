@@ -6,9 +6,34 @@
 #include "daemon/gang_ledger.h"
 #include "daemon/ledger_util.h"
 #include "scheduler/node_mask.h"
+#include "scheduler/repair_quality.h"
 #include "scheduler/replacement.h"
 
 namespace topogang {
+namespace {
+
+// Why replacing `lost` members (they ran on `old_nodes`) with `replacement` leaves the gang
+// slower than it ran (scheduler/repair_quality.h), or "". Not judged when a lost member's node
+// is unknown (it was lost before this daemon started): its replacement may be where it was.
+std::string SlowerAfterRepair(const Cluster& c, const GangRecord& rec, const std::vector<int>& lost,
+                              const std::vector<int>& old_nodes,
+                              const std::vector<MemberPlacement>& replacement) {
+  Placement before = rec.placement;
+  const int g = rec.spec.gpus_per_member;
+  if (old_nodes.size() != lost.size()) return "";
+  for (size_t k = 0; k < lost.size(); ++k) {
+    const int n = old_nodes[k];
+    if (n < 0 || n >= c.num_nodes() || c.node(n).gpus < g) return "";
+    MemberPlacement& m = before.members[lost[k]];
+    m.node = n;
+    m.gpus.clear();  // which of its GPUs does not matter here, only how many sit where
+    for (int i = 0; i < g; ++i) m.gpus.push_back(c.node(n).gpu_begin + i);
+  }
+  const RepairAssessment a = AssessRepair(c, std::move(before), lost, replacement);
+  return a.Degraded() ? a.Why(c) : "";
+}
+
+}  // namespace
 
 std::optional<std::string> GangLedger::AdoptIntoGangLocked(const PodInfo& pod,
                                                            const GangMembership& gang,
@@ -150,6 +175,7 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
   std::vector<int> missing;
   std::vector<std::pair<std::string, std::string>> spares_taken;  // (spare, lost node)
   std::map<int, int> placed;  // lost member -> the node its replacement takes
+  std::string slower;         // why the repair leaves the gang slower than it ran, if it does
   absl::Time now = state_.clock().Now();
   absl::Status st = state_.WithSpares([&](GangScheduler& s, const SparePool& pool) -> absl::Status {
     const GangRecord* rec = s.Find(id);
@@ -185,6 +211,7 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
       // capacity (spares hidden) for the rest.
       auto r = ProposeReplacement(s, id, lost, options);
       if (!r.ok()) return r.status();
+      slower = SlowerAfterRepair(s.cluster(), *rec, lost, options.old_nodes, *r);
       for (size_t k = 0; k < lost.size(); ++k) {
         if (absl::Status a = s.AdoptMember(id, lost[k], (*r)[k]); !a.ok()) {
           undo();
@@ -237,20 +264,34 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
                   "",
                   absl::StrCat(missing.size(), "x", e.spec.gpus_per_member,
                                " GPUs for the missing members of a gang found partly bound")});
+  // Events go on a running member's pod (a replacement has no pod in its slot yet).
+  const Member* on = nullptr;
+  for (const Member& m : e.slots) {
+    if (m.bound && !m.pod.pod_name.empty()) {
+      on = &m;
+      break;
+    }
+  }
+  if (!slower.empty()) {
+    // The gang keeps running, slower; only its controller can restart it re-planned whole.
+    e.degraded = slower;
+    const std::string what =
+        absl::StrCat("gang ", id, " was repaired, but runs slower than before: ", slower,
+                     ". Restarting it re-plans it whole");
+    state_.Publish({0, {}, "repair-degraded", id, "", what});
+    if (on != nullptr) {
+      notices->push_back(
+          {"Warning", "RepairDegraded", id, absl::StrCat("topogang: ", what), {on->pod}});
+    }
+  }
   if (!spares_taken.empty()) {
     for (const auto& [spare, lost] : spares_taken) {
       const std::string what =
           absl::StrCat("spare node ", spare, " replaced node ", lost, " for gang ", id);
       state_.Publish({0, {}, "spare-taken", id, spare, what});
-      PodBinding on;  // the event goes on a running member's pod (the new one has no slot yet)
-      for (const Member& m : e.slots) {
-        if (m.bound) {
-          on = m.pod;
-          break;
-        }
-      }
-      if (!on.pod_name.empty()) {
-        notices->push_back({"Normal", "SpareTaken", id, absl::StrCat("topogang: ", what), {on}});
+      if (on != nullptr) {
+        notices->push_back(
+            {"Normal", "SpareTaken", id, absl::StrCat("topogang: ", what), {on->pod}});
       }
     }
     // The domain gets a fresh spare if it has an idle node (a marked one stays, now busy).

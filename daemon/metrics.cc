@@ -199,6 +199,14 @@ void DaemonMetrics::AttachLedger(const GangLedger* ledger) {
                            "of the gang.")
                        .Register(*registry_)
                        .Add({});
+    gangs_degraded_ = &prometheus::BuildGauge()
+                           .Name("topogang_gangs_degraded")
+                           .Help(
+                               "Gangs that a repair left slower than they ran (a replacement "
+                               "alone in an NVLink domain, a thin side, a wider span); each has "
+                               "a RepairDegraded event. Restarting one re-plans it whole.")
+                           .Register(*registry_)
+                           .Add({});
   }
   ledger_ = ledger;
 }
@@ -224,6 +232,7 @@ void DaemonMetrics::UpdateScrapeGauges() {
     gangs_reserved_->Set(st.reserved_gangs);
     gangs_running_->Set(st.running_gangs);
     held_binds_->Set(st.held_binds);
+    gangs_degraded_->Set(st.degraded_gangs);
   }
   if (state_ != nullptr) {
     const DaemonState::HealthCounts h = state_->CountHealth();

@@ -104,6 +104,7 @@ class DaemonMetrics {
   prometheus::Gauge* gangs_reserved_ = nullptr;
   prometheus::Gauge* gangs_running_ = nullptr;
   prometheus::Gauge* held_binds_ = nullptr;
+  prometheus::Gauge* gangs_degraded_ = nullptr;
   prometheus::Gauge* gpus_free_ = nullptr;
   prometheus::Gauge* gpus_allocated_ = nullptr;
   prometheus::Gauge* gpus_unhealthy_ = nullptr;

@@ -71,20 +71,6 @@ double NvlinkGBytesPerSec(absl::string_view sku) {
   return 450;
 }
 
-bool IsNvlinkTier(absl::string_view name, absl::string_view label) {
-  const std::string n = absl::AsciiStrToLower(name);
-  return n == "nvlink" || n == "accelerator" || absl::StrContains(label, "clique") ||
-         absl::StrContains(label, "memory_fabric") || absl::StrContains(label, "accelerator");
-}
-
-bool IsNvlinkLevel(const Cluster& c, int level) {
-  if (level <= 0) return false;
-  for (const TierSpec& t : c.topology().tiers) {
-    if (t.name == c.LevelName(level)) return IsNvlinkTier(t.name, t.label);
-  }
-  return false;
-}
-
 // Units (nodes, or NVLink domains) in ring order with the job's GPUs on each.
 struct NetworkModel::Ring {
   std::vector<int> units;  // domain ids

@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "scheduler/placement.h"
 #include "topology/cluster.h"
+#include "topology/nvlink_tier.h"  // IsNvlinkTier: which tiers are NVLink domains
 
 namespace topogang::sim {
 
@@ -30,12 +31,6 @@ struct NetworkParams {
 // bidirectional, NVLink 4 (H100/H200) 900 GB/s, NVLink 5 (B200/GB200/B300) 1.8 TB/s (NVIDIA
 // NVLink product page). Unknown models get NVLink 4.
 double NvlinkGBytesPerSec(absl::string_view sku);
-
-// Whether a tier is an NVLink domain (traffic inside it never touches a NIC): tiers named
-// "nvlink"/"accelerator", or labelled with the GPU clique / memory-fabric id.
-bool IsNvlinkTier(absl::string_view name, absl::string_view label);
-// The same for a level of `c` (false for the cluster root, a node, or no such level).
-bool IsNvlinkLevel(const Cluster& c, int level);
 
 struct CollectiveCost {
   double seconds = 0;

@@ -43,6 +43,7 @@
 #include "scheduler/preemption.h"
 #include "scheduler/queue_policy.h"
 #include "scheduler/rank_order.h"
+#include "scheduler/repair_quality.h"
 #include "scheduler/spares.h"
 #include "sim/comm_model.h"
 #include "sim/network_model.h"
@@ -366,36 +367,13 @@ class TopogangPolicy : public Policy {
   // that leaves a thin side (Placement::thin_level) where there was none: a lone replacement in a
   // switch domain holding no other member paces the whole ring through that domain's share of
   // oversubscribed uplinks, at the same span (a 288-GPU NVL72 gang: 690 -> 200 GB/s).
+  // A repair that would leave the gang slower than it ran (scheduler/repair_quality.h) is
+  // refused, and the gang restarts re-planned whole.
   bool KeepsBandwidth(const ReplanEvent& e) const {
     const GangRecord* rec = sched_.Find(e.gang);
     if (rec == nullptr || e.replacement.size() != e.lost_members.size()) return false;
-    Placement after = rec->placement;
-    for (size_t i = 0; i < e.lost_members.size(); ++i) {
-      after.members[e.lost_members[i]] = e.replacement[i];
-    }
-    SummarizePlacement(sched_.cluster(), &after);
-    if (after.thin_level >= 0 && rec->placement.thin_level < 0) return false;
-    if (FewestPerNvlinkDomain(after) < FewestPerNvlinkDomain(rec->placement)) return false;
-    return after.bandwidth_gbps >= rec->placement.bandwidth_gbps;
-  }
-
-  // The fewest of a placement's GPUs in one NVLink domain it uses (a large number on clusters
-  // without one). Between NVLink domains the all-reduce's ring runs over each domain's NICs, so
-  // a replacement tray alone in a rack paces it at that tray's NICs.
-  long FewestPerNvlinkDomain(const Placement& p) const {
-    const Cluster& c = sched_.cluster();
-    int level = -1;
-    for (int l = 1; l < c.node_level() && level < 0; ++l) {
-      if (IsNvlinkLevel(c, l)) level = l;
-    }
-    if (level < 0) return std::numeric_limits<long>::max();
-    std::map<int, long> per;
-    for (const MemberPlacement& m : p.members) {
-      if (m.node >= 0) per[c.AncestorAt(c.NodeDomain(m.node), level)] += m.gpus.size();
-    }
-    long fewest = std::numeric_limits<long>::max();
-    for (const auto& [d, g] : per) fewest = std::min(fewest, g);
-    return fewest;
+    return !AssessRepair(sched_.cluster(), rec->placement, e.lost_members, e.replacement)
+                .Degraded();
   }
 
   PolicyContext ctx_;
