@@ -1,0 +1,97 @@
+// Repairs that slow a gang, end to end: the real topogangd (cluster mode, preset topograph,
+// whose accelerator tier is the NVLink domain) behind the kube-scheduler emulator and the fake
+// API server. A gang fills both racks (NVLink domains) of one leaf; a tray fails, its pod is
+// deleted and the controller creates it again. The only room is a rack of the other leaf, so
+// the replacement runs there alone: the gang is repaired (it binds) and the daemon posts a
+// RepairDegraded Warning event on a running member and counts the gang in
+// topogang_gangs_degraded (docs/extender.md, "Repairs that slow a gang").
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tests/kubesched/daemon_harness.h"
+
+namespace topogang::kubesched {
+namespace {
+
+using testing::GangPod;
+
+std::string NodeName(int i) { return absl::StrCat("gpu-node-", i); }
+
+// 12 trays of 4 GPUs in 3 racks of 4 (racks 0 and 1 in leaf-0, rack 2 in leaf-1).
+Json Node(int i) {
+  std::map<std::string, std::string> labels = {
+      {"network.topology.nvidia.com/spine", "spine-0"},
+      {"network.topology.nvidia.com/leaf", i < 8 ? "leaf-0" : "leaf-1"},
+      {"network.topology.nvidia.com/accelerator", absl::StrCat("rack-", i / 4)}};
+  Json n = topogang::testing::MakeNode(NodeName(i), 4, labels);
+  n["status"]["allocatable"]["pods"] = "110";
+  return n;
+}
+
+std::string HttpGet(const std::string& url, const std::string& path) {
+  try {
+    web::http::client::http_client client(url);
+    return client.request(web::http::methods::GET, path).get().extract_utf8string(true).get();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+class RepairDegradedEndToEnd : public testing::EmulatedDaemonTest {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 12; ++i) api.PutNode(Node(i));
+    StartAll("");
+  }
+  std::vector<Json> Events(const std::string& reason) {
+    std::vector<Json> out;
+    for (const Json& e : api.events()) {
+      if (e.value("reason", "") == reason) out.push_back(e);
+    }
+    return out;
+  }
+};
+
+TEST_F(RepairDegradedEndToEnd, AReplacementAloneInAnotherRackIsRepairedAndReported) {
+  std::vector<std::string> pods;
+  for (int m = 0; m < 8; ++m) {
+    pods.push_back(absl::StrCat("t-", m));
+    api.PutPod(GangPod(pods.back(), "t", 8, 4));
+  }
+  ASSERT_TRUE(WaitBound(pods)) << topogangd.LogTail(30);
+  for (const std::string& p : pods) {
+    ASSERT_LT(std::stoi(BoundNode(p).substr(9)), 8) << p << " outside leaf-0's two racks";
+  }
+  // Tray of t-3 fails (cordoned, NotReady); its pod is deleted and created again.
+  const std::string failed = BoundNode("t-3");
+  Json broken = Node(std::stoi(failed.substr(9)));
+  broken["spec"]["unschedulable"] = true;
+  broken["status"]["conditions"][0]["status"] = "False";
+  api.PutNode(broken);
+  api.DeletePod("default", "t-3");
+  api.PutPod(GangPod("t-3r", "t", 8, 4));
+  ASSERT_TRUE(WaitBound({"t-3r"})) << topogangd.LogTail(30);
+  EXPECT_GE(std::stoi(BoundNode("t-3r").substr(9)), 8) << "the only room is rack 2";
+
+  ASSERT_TRUE(emu->WaitFor([&] { return !Events("RepairDegraded").empty(); }, absl::Seconds(20)))
+      << topogangd.LogTail(30);
+  const std::vector<Json> ev = Events("RepairDegraded");
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].value("type", ""), "Warning");
+  const std::string on = ev[0]["involvedObject"].value("name", "");
+  EXPECT_TRUE(on.rfind("t-", 0) == 0 && on != "t-3" && on != "t-3r") << on;
+  EXPECT_NE(ev[0].value("message", "").find("only 4 of the gang's GPUs in its"), std::string::npos)
+      << ev[0].dump();
+  const std::string metrics = HttpGet(topogangd.url(), "/metrics");
+  EXPECT_NE(metrics.find("topogang_gangs_degraded 1"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(R"(topogang_gang_events_total{event="repair_degraded"} 1)"),
+            std::string::npos)
+      << metrics;
+}
+
+}  // namespace
+}  // namespace topogang::kubesched
