@@ -94,6 +94,7 @@ void GangRecordToProto(const Cluster& c, const GangRecord& r, v1::Gang* p) {
   PlacementToProto(c, r.placement, p->mutable_placement());
   p->set_reserved_at_unix_ms(UnixMillis(r.reserved_at));
   p->set_expires_at_unix_ms(r.state == GangState::kReserved ? UnixMillis(r.expires_at) : 0);
+  p->set_slower_since_repair(r.slower_since_repair);
 }
 
 void EventToProto(const DecisionEvent& e, v1::DecisionEvent* p) {

@@ -285,14 +285,20 @@ Gangs the daemon holds, with their placement.
     return 0;
   }
   Table t({"GANG", "STATE", "GPUS", "TIER", "DOMAIN", "BW(Gb/s)", "EXPIRES", "NODES"});
+  std::string slower;  // why, below the table: too long for a column
   for (const v1::Gang& g : resp.gangs()) {
     const v1::Placement& p = g.placement();
-    t.Add({g.spec().name(), StateName(g.state()),
+    if (!g.slower_since_repair().empty()) {
+      absl::StrAppend(&slower, g.spec().name(),
+                      " runs slower since a repair: ", g.slower_since_repair(), "\n");
+    }
+    t.Add({g.spec().name(),
+           absl::StrCat(StateName(g.state()), g.slower_since_repair().empty() ? "" : " (slower)"),
            absl::StrCat(static_cast<long>(g.spec().members()) * g.spec().gpus_per_member()),
            p.tier(), p.domain(), absl::StrFormat("%.0f", p.bandwidth_gbps()),
            Millis(g.expires_at_unix_ms()), NodeSummary(p) + SpareSummary(g)});
   }
-  std::cout << t.Render() << resp.gangs_size() << " gang(s)\n";
+  std::cout << t.Render() << resp.gangs_size() << " gang(s)\n" << slower;
   return 0;
 }
 

@@ -273,8 +273,12 @@ GangLedger::Stats GangLedger::GetStats() const {
     else
       ++s.reserved_gangs;
     for (const Member& m : e.slots) s.held_binds += m.held ? 1 : 0;
-    s.degraded_gangs += e.degraded.empty() ? 0 : 1;
   }
+  s.degraded_gangs = state_.With([](GangScheduler& core) {
+    int n = 0;
+    for (const auto& [name, rec] : core.gangs()) n += rec.slower_since_repair.empty() ? 0 : 1;
+    return n;
+  });
   return s;
 }
 

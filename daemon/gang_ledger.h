@@ -151,7 +151,8 @@ class GangLedger {
     int reserved_gangs = 0;
     int running_gangs = 0;
     int held_binds = 0;
-    int degraded_gangs = 0;  // running slower than they ran since a repair (Entry::degraded)
+    int degraded_gangs =
+        0;  // slower than they ran since a repair (GangRecord::slower_since_repair)
   };
   Stats GetStats() const;
 
@@ -200,9 +201,6 @@ class GangLedger {
     // queue pass, or on a node freed moments ago, was planned without this gang's offer: it is
     // planned again inside the offer as often as that happens.
     bool planned_in_offer = false;
-    // Why a repair left it slower than it ran (scheduler/repair_quality.h), until it ends: the
-    // daemon cannot restart a gang, its controller can (Warning event RepairDegraded).
-    std::string degraded;
   };
   using Job = std::function<void()>;
 

@@ -250,6 +250,7 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
         spares_taken.emplace_back(s.cluster().node(n).name, from.empty() ? "?" : from);
       }
     }
+    if (!slower.empty()) (void)s.MarkSlowerSinceRepair(id, slower);  // the whole repair stood
     return absl::OkStatus();
   });
   if (st.ok()) refused_repairs_.erase(id);
@@ -274,7 +275,6 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
   }
   if (!slower.empty()) {
     // The gang keeps running, slower; only its controller can restart it re-planned whole.
-    e.degraded = slower;
     const std::string what =
         absl::StrCat("gang ", id, " was repaired, but runs slower than before: ", slower,
                      ". Restarting it re-plans it whole");

@@ -67,7 +67,7 @@ absl::Status GangScheduler::Adopt(const GangSpec& gang, Placement placement, Gan
     return absl::Status(s.code(), absl::StrCat("gang '", gang.name, "': ", s.message()));
   }
   SummarizePlacement(cluster_, &placement);
-  GangRecord rec{gang, std::move(placement), state, now, now + options_.reservation_ttl};
+  GangRecord rec{gang, std::move(placement), state, now, now + options_.reservation_ttl, ""};
   if (state == GangState::kReserved) expiry_.push({rec.expires_at, gang.name});
   gangs_.emplace(gang.name, std::move(rec));
   return absl::OkStatus();
@@ -120,6 +120,13 @@ absl::Status GangScheduler::ReleaseMember(absl::string_view name, int member) {
   m.node = -1;
   m.gpus.clear();
   SummarizePlacement(cluster_, &p);
+  return absl::OkStatus();
+}
+
+absl::Status GangScheduler::MarkSlowerSinceRepair(absl::string_view name, std::string why) {
+  auto it = gangs_.find(name);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  it->second.slower_since_repair = std::move(why);
   return absl::OkStatus();
 }
 

@@ -35,6 +35,9 @@ struct GangRecord {
   GangState state = GangState::kReserved;
   absl::Time reserved_at;
   absl::Time expires_at;  // meaningful while reserved
+  // Why a repair left this running gang slower than it ran (scheduler/repair_quality.h), "" if
+  // none did. Only its controller can restart it; the mark lives as long as the record.
+  std::string slower_since_repair;
 };
 
 // What a health change did to the gangs holding GPUs.
@@ -78,6 +81,9 @@ class GangScheduler {
   // keep their ordinals. The gang keeps running with the rest.
   absl::Status ReleaseMember(absl::string_view gang, int member);
   absl::Status Commit(absl::string_view gang);  // reserved -> running (no expiry)
+  // Notes why a repair left the gang slower (GangRecord::slower_since_repair). NotFound if no
+  // such gang.
+  absl::Status MarkSlowerSinceRepair(absl::string_view gang, std::string why);
   // A reserved gang made progress (a member arrived): its TTL starts again from `now`, so a
   // reservation lives as long as its members keep coming, and dies reservation_ttl after the
   // last one did.

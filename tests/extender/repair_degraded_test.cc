@@ -131,6 +131,11 @@ TEST(RepairDegraded, AReplacementAloneInAnotherRackIsReported) {
   ASSERT_EQ(warn[0].pods.size(), 1u);
   EXPECT_NE(warn[0].pods[0].pod_name, "train-3") << "on a running member, not the lost one";
   EXPECT_EQ(f.ledger.GetStats().degraded_gangs, 1);
+  // The core's record carries why (topogang gangs shows it).
+  EXPECT_EQ(
+      f.state.With([](GangScheduler& s) { return s.Find("default/train")->slower_since_repair; }),
+      ev[0].detail.substr(ev[0].detail.find(": ") + 2,
+                          ev[0].detail.find(". Restarting") - ev[0].detail.find(": ") - 2));
   EXPECT_NE(metrics.Render().find("topogang_gangs_degraded 1"), std::string::npos);
   // The gang ends: nothing is left degraded.
   for (int i = 0; i < 8; ++i) {

@@ -57,6 +57,26 @@ TEST_F(CliRemoteTest, GangsTableAndJson) {
   EXPECT_EQ(Cli("gangs --state sideways").first, 2);
 }
 
+// A gang a repair left slower (GangRecord::slower_since_repair, set by the ledger's repair):
+// marked in its state column, with the why below the table and in the JSON.
+TEST_F(CliRemoteTest, GangsSaysWhichRunSlowerSinceARepair) {
+  auto [code, out] = Cli("gangs");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, ::testing::Not(HasSubstr("slower")));
+  env.state->With([&](GangScheduler& s) {
+    ASSERT_TRUE(s.Commit("train-a").ok());
+    ASSERT_TRUE(s.MarkSlowerSinceRepair("train-a", "it adds a thin side").ok());
+    EXPECT_FALSE(s.MarkSlowerSinceRepair("nobody", "x").ok());
+  });
+  std::tie(code, out) = Cli("gangs");
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("running (slower)"));
+  EXPECT_THAT(out, HasSubstr("train-a runs slower since a repair: it adds a thin side"));
+  std::tie(code, out) = Cli("gangs --format json");
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out)["gangs"][0]["slower_since_repair"], "it adds a thin side");
+}
+
 TEST_F(CliRemoteTest, DryRunAgainstTheLiveDaemon) {
   const std::string jobs = testing::SourceDir() + "/examples/jobs/lab-jobs.yaml";
   auto [code, out] = Cli("dry-run --jobs " + jobs);
