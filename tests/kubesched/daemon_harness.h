@@ -3,6 +3,7 @@
 // deploy/scheduler-config.yaml configures it, with its time running kTimeScale times faster.
 #pragma once
 
+#include <cpprest/http_client.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -64,6 +65,18 @@ inline std::pair<std::set<std::string>, std::set<std::string>> PutTwoPools(
 // a change to kube-scheduler's options where a test needs one).
 class EmulatedDaemonTest : public ::testing::Test {
  protected:
+  // topogangd's /metrics text (the error's text if the GET fails).
+  std::string Metrics() {
+    try {
+      web::http::client::http_client client(topogangd.url());
+      return client.request(web::http::methods::GET, "/metrics")
+          .get()
+          .extract_utf8string(true)
+          .get();
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+  }
   void StartAll(const std::string& daemon_extra = "",
                 const std::function<void(EmulatorOptions&)>& tweak = {}) {
     ASSERT_TRUE(topogangd

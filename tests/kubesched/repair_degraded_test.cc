@@ -32,15 +32,6 @@ Json Node(int i) {
   return n;
 }
 
-std::string HttpGet(const std::string& url, const std::string& path) {
-  try {
-    web::http::client::http_client client(url);
-    return client.request(web::http::methods::GET, path).get().extract_utf8string(true).get();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 class RepairDegradedEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
@@ -86,7 +77,7 @@ TEST_F(RepairDegradedEndToEnd, AReplacementAloneInAnotherRackIsRepairedAndReport
   EXPECT_TRUE(on.rfind("t-", 0) == 0 && on != "t-3" && on != "t-3r") << on;
   EXPECT_NE(ev[0].value("message", "").find("only 4 of the gang's GPUs in its"), std::string::npos)
       << ev[0].dump();
-  const std::string metrics = HttpGet(topogangd.url(), "/metrics");
+  const std::string metrics = Metrics();
   EXPECT_NE(metrics.find("topogang_gangs_degraded 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find(R"(topogang_gang_events_total{event="repair_degraded"} 1)"),
             std::string::npos)

@@ -35,15 +35,6 @@ Json Node(int i) {
   return n;
 }
 
-std::string HttpGet(const std::string& url, const std::string& path) {
-  try {
-    web::http::client::http_client client(url);
-    return client.request(web::http::methods::GET, path).get().extract_utf8string(true).get();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-}
-
 class SparesEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
@@ -120,7 +111,7 @@ TEST_F(SparesEndToEnd, OrdinaryWorkAvoidsSparesAndALostMemberTakesTheSpareOfItsL
   EXPECT_EQ(BoundNode("solo"), "") << "the other leaf's spare still takes no ordinary work";
 
   // Metrics: the labelled spare is in use, leaf-1's spare idle.
-  const std::string metrics = HttpGet(topogangd.url(), "/metrics");
+  const std::string metrics = Metrics();
   EXPECT_NE(metrics.find(R"(topogang_spare_nodes{state="in_use",tier="leaf"} 1)"),
             std::string::npos)
       << metrics;
