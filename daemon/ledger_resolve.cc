@@ -1,5 +1,6 @@
 // GangLedger::Resolve: the pod's gang, with the cluster's defaults the pods do not override.
 #include "daemon/gang_ledger.h"
+#include "scheduler/tier_lapse.h"
 
 namespace topogang {
 
@@ -22,13 +23,8 @@ GangResolution GangLedger::Resolve(const PodInfo& pod) const {
       options_.required_tier_max_wait.empty()) {
     return r;
   }
-  // Matched by level, so an alias of the tier (or the tier a PodGroup's label maps to) counts.
-  state_.With([&](GangScheduler& s) {
-    const Cluster& c = s.cluster();
-    const int level = c.LevelByName(g.required_tier);
-    for (const auto& [tier, wait] : options_.required_tier_max_wait) {
-      if (level >= 0 && c.LevelByName(tier) == level) g.required_tier_max_wait = wait;
-    }
+  g.required_tier_max_wait = state_.With([&](GangScheduler& s) {
+    return ClusterTierWait(s.cluster(), g.required_tier, options_.required_tier_max_wait);
   });
   return r;
 }

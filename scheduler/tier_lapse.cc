@@ -18,4 +18,14 @@ GangSpec LapseRequiredTier(const Cluster& c, GangSpec gang) {
   return gang;
 }
 
+absl::Duration ClusterTierWait(const Cluster& c, const std::string& required_tier,
+                               const std::map<std::string, absl::Duration>& wait_by_tier) {
+  const int level = required_tier.empty() ? -1 : c.LevelByName(required_tier);
+  absl::Duration wait = absl::InfiniteDuration();
+  for (const auto& [tier, w] : wait_by_tier) {
+    if (level >= 0 && c.LevelByName(tier) == level) wait = w;
+  }
+  return wait;
+}
+
 }  // namespace topogang

@@ -45,6 +45,7 @@
 #include "scheduler/rank_order.h"
 #include "scheduler/repair_quality.h"
 #include "scheduler/spares.h"
+#include "scheduler/tier_lapse.h"
 #include "sim/comm_model.h"
 #include "sim/network_model.h"
 #include "sim/policies.h"
@@ -251,9 +252,8 @@ class TopogangPolicy : public Policy {
       g.required_tier_max_wait = absl::Seconds(ctx_.required_tier_max_wait_s);
       return g;
     }
-    for (const auto& [tier, wait] : ctx_.required_tier_max_wait_by_tier) {
-      if (level >= 0 && cluster().LevelByName(tier) == level) g.required_tier_max_wait = wait;
-    }
+    g.required_tier_max_wait =
+        ClusterTierWait(cluster(), g.required_tier, ctx_.required_tier_max_wait_by_tier);
     return g;
   }
 
