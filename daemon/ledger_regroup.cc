@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,25 +13,48 @@
 namespace topogang {
 namespace {
 
-// Why replacing `lost` members (they ran on `old_nodes`) with `replacement` leaves the gang
-// slower than it ran (scheduler/repair_quality.h), or "". Not judged when a lost member's node
-// is unknown (it was lost before this daemon started): its replacement may be where it was.
-std::string SlowerAfterRepair(const Cluster& c, const GangRecord& rec, const std::vector<int>& lost,
-                              const std::vector<int>& old_nodes,
-                              const std::vector<MemberPlacement>& replacement) {
+// The placement the gang ran on before it lost `lost` members, which ran on `old_nodes`.
+// Nullopt when a lost member's node is unknown (it was lost before this daemon started): its
+// replacement may be where it was, so the repair is not judged.
+std::optional<Placement> RanBefore(const Cluster& c, const GangRecord& rec,
+                                   const std::vector<int>& lost,
+                                   const std::vector<int>& old_nodes) {
   Placement before = rec.placement;
   const int g = rec.spec.gpus_per_member;
-  if (old_nodes.size() != lost.size()) return "";
+  if (old_nodes.size() != lost.size()) return std::nullopt;
   for (size_t k = 0; k < lost.size(); ++k) {
     const int n = old_nodes[k];
-    if (n < 0 || n >= c.num_nodes() || c.node(n).gpus < g) return "";
+    if (n < 0 || n >= c.num_nodes() || c.node(n).gpus < g) return std::nullopt;
     MemberPlacement& m = before.members[lost[k]];
     m.node = n;
     m.gpus.clear();  // which of its GPUs does not matter here, only how many sit where
     for (int i = 0; i < g; ++i) m.gpus.push_back(c.node(n).gpu_begin + i);
   }
-  const RepairAssessment a = AssessRepair(c, std::move(before), lost, replacement);
+  return before;
+}
+
+// Why replacing the `lost` members of `before` with `replacement` leaves the gang slower than
+// it ran (scheduler/repair_quality.h), or "".
+std::string SlowerAfterRepair(const Cluster& c, const Placement& before,
+                              const std::vector<int>& lost,
+                              const std::vector<MemberPlacement>& replacement) {
+  const RepairAssessment a = AssessRepair(c, before, lost, replacement);
   return a.Degraded() ? a.Why(c) : "";
+}
+
+// Whether the gang on `now` runs as fast as it did on `before`, the same members with some
+// moved. False when the two do not describe the same members.
+bool RunsAsFastAs(const Cluster& c, const Placement& before, const Placement& now) {
+  if (before.members.empty() || before.members.size() != now.members.size()) return false;
+  std::vector<int> moved;
+  std::vector<MemberPlacement> to;
+  for (size_t i = 0; i < now.members.size(); ++i) {
+    if (before.members[i].node < 0 || now.members[i].node < 0) return false;
+    if (before.members[i].node == now.members[i].node) continue;
+    moved.push_back(static_cast<int>(i));
+    to.push_back(now.members[i]);
+  }
+  return !AssessRepair(c, before, moved, to).Degraded();
 }
 
 }  // namespace
@@ -176,6 +200,7 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
   std::vector<std::pair<std::string, std::string>> spares_taken;  // (spare, lost node)
   std::map<int, int> placed;  // lost member -> the node its replacement takes
   std::string slower;         // why the repair leaves the gang slower than it ran, if it does
+  bool restored = false;      // ... or puts a gang marked slower back as fast as before that mark
   absl::Time now = state_.clock().Now();
   absl::Status st = state_.WithSpares([&](GangScheduler& s, const SparePool& pool) -> absl::Status {
     const GangRecord* rec = s.Find(id);
@@ -187,6 +212,7 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
     // Members lost from a running gang are empty slots of its record; members that never ran (a
     // gang regrouped mid-bind) are beyond its end and are appended in order.
     std::vector<int> lost, beyond;
+    std::optional<Placement> ran_before;  // where the lost members ran, when known
     ReplacementOptions options;
     options.spares = &pool;
     for (int i = 0; i < static_cast<int>(e.slots.size()); ++i) {
@@ -211,7 +237,8 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
       // capacity (spares hidden) for the rest.
       auto r = ProposeReplacement(s, id, lost, options);
       if (!r.ok()) return r.status();
-      slower = SlowerAfterRepair(s.cluster(), *rec, lost, options.old_nodes, *r);
+      ran_before = RanBefore(s.cluster(), *rec, lost, options.old_nodes);
+      if (ran_before) slower = SlowerAfterRepair(s.cluster(), *ran_before, lost, *r);
       for (size_t k = 0; k < lost.size(); ++k) {
         if (absl::Status a = s.AdoptMember(id, lost[k], (*r)[k]); !a.ok()) {
           undo();
@@ -250,7 +277,16 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
         spares_taken.emplace_back(s.cluster().node(n).name, from.empty() ? "?" : from);
       }
     }
-    if (!slower.empty()) (void)s.MarkSlowerSinceRepair(id, slower);  // the whole repair stood
+    // The whole repair stood: mark the gang, or clear a mark this repair undid.
+    if (!slower.empty()) {
+      (void)s.MarkSlowerSinceRepair(id, slower, *ran_before);
+    } else if (!lost.empty()) {
+      const GangRecord* after = s.Find(id);
+      if (after != nullptr && !after->slower_since_repair.empty() &&
+          RunsAsFastAs(s.cluster(), after->ran_before_slower, after->placement)) {
+        restored = s.ClearSlowerSinceRepair(id).ok();
+      }
+    }
     return absl::OkStatus();
   });
   if (st.ok()) refused_repairs_.erase(id);
@@ -282,6 +318,15 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
     if (on != nullptr) {
       notices->push_back(
           {"Warning", "RepairDegraded", id, absl::StrCat("topogang: ", what), {on->pod}});
+    }
+  }
+  if (restored) {
+    const std::string what = absl::StrCat(
+        "gang ", id, " was repaired and runs as fast again as before the repair that slowed it");
+    state_.Publish({0, {}, "repair-restored", id, "", what});
+    if (on != nullptr) {
+      notices->push_back(
+          {"Normal", "RepairRestored", id, absl::StrCat("topogang: ", what), {on->pod}});
     }
   }
   if (!spares_taken.empty()) {

@@ -204,7 +204,8 @@ void DaemonMetrics::AttachLedger(const GangLedger* ledger) {
                            .Help(
                                "Gangs that a repair left slower than they ran (a replacement "
                                "alone in an NVLink domain, a thin side, a wider span); each has "
-                               "a RepairDegraded event. Restarting one re-plans it whole.")
+                               "a RepairDegraded event, until it ends or a later repair puts it "
+                               "back (RepairRestored). Restarting one re-plans it whole.")
                            .Register(*registry_)
                            .Add({});
   }

@@ -67,7 +67,7 @@ absl::Status GangScheduler::Adopt(const GangSpec& gang, Placement placement, Gan
     return absl::Status(s.code(), absl::StrCat("gang '", gang.name, "': ", s.message()));
   }
   SummarizePlacement(cluster_, &placement);
-  GangRecord rec{gang, std::move(placement), state, now, now + options_.reservation_ttl, ""};
+  GangRecord rec{gang, std::move(placement), state, now, now + options_.reservation_ttl, "", {}};
   if (state == GangState::kReserved) expiry_.push({rec.expires_at, gang.name});
   gangs_.emplace(gang.name, std::move(rec));
   return absl::OkStatus();
@@ -123,10 +123,22 @@ absl::Status GangScheduler::ReleaseMember(absl::string_view name, int member) {
   return absl::OkStatus();
 }
 
-absl::Status GangScheduler::MarkSlowerSinceRepair(absl::string_view name, std::string why) {
+absl::Status GangScheduler::MarkSlowerSinceRepair(absl::string_view name, std::string why,
+                                                  Placement ran_before) {
   auto it = gangs_.find(name);
   if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  if (it->second.slower_since_repair.empty()) {
+    it->second.ran_before_slower = std::move(ran_before);
+  }
   it->second.slower_since_repair = std::move(why);
+  return absl::OkStatus();
+}
+
+absl::Status GangScheduler::ClearSlowerSinceRepair(absl::string_view name) {
+  auto it = gangs_.find(name);
+  if (it == gangs_.end()) return absl::NotFoundError(absl::StrCat("no gang '", name, "'"));
+  it->second.slower_since_repair.clear();
+  it->second.ran_before_slower = Placement{};
   return absl::OkStatus();
 }
 

@@ -36,8 +36,12 @@ struct GangRecord {
   absl::Time reserved_at;
   absl::Time expires_at;  // meaningful while reserved
   // Why a repair left this running gang slower than it ran (scheduler/repair_quality.h), "" if
-  // none did. Only its controller can restart it; the mark lives as long as the record.
+  // none did. Only its controller can restart it; the mark lives as long as the record, unless a
+  // later repair puts the gang back as fast as it ran before the first slower one.
   std::string slower_since_repair;
+  // While marked: the placement it ran on before the first repair that slowed it, which later
+  // repairs are judged against.
+  Placement ran_before_slower;
 };
 
 // What a health change did to the gangs holding GPUs.
@@ -81,9 +85,12 @@ class GangScheduler {
   // keep their ordinals. The gang keeps running with the rest.
   absl::Status ReleaseMember(absl::string_view gang, int member);
   absl::Status Commit(absl::string_view gang);  // reserved -> running (no expiry)
-  // Notes why a repair left the gang slower (GangRecord::slower_since_repair). NotFound if no
-  // such gang.
-  absl::Status MarkSlowerSinceRepair(absl::string_view gang, std::string why);
+  // Notes why a repair left the gang slower (GangRecord::slower_since_repair) and, unless it is
+  // marked already, the placement it ran on before. NotFound if no such gang.
+  absl::Status MarkSlowerSinceRepair(absl::string_view gang, std::string why,
+                                     Placement ran_before = {});
+  // A later repair put it back as fast as before: the mark and that placement go.
+  absl::Status ClearSlowerSinceRepair(absl::string_view gang);
   // A reserved gang made progress (a member arrived): its TTL starts again from `now`, so a
   // reservation lives as long as its members keep coming, and dies reservation_ttl after the
   // last one did.

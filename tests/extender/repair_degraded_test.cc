@@ -1,7 +1,8 @@
 // A running gang whose lost member can only be replaced where it slows the whole gang (a tray
 // alone in another NVLink domain) is repaired, and the daemon says so: a decision event, a
 // Warning event on a running member's pod and the topogang_gangs_degraded gauge
-// (scheduler/repair_quality.h). A repair that keeps the gang as fast says nothing.
+// (scheduler/repair_quality.h). A repair that keeps the gang as fast says nothing; a later one that
+// puts it back as fast as before clears the mark.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -87,6 +88,32 @@ struct Fixture {
     EXPECT_EQ(r.node_names.size(), 1u) << r.error;
     return r.node_names.empty() ? "" : r.node_names[0];
   }
+  // The replacement `pod` (member `index` of a gang of `size`) binds on `node` and runs there;
+  // then that node fails too, `back` is healthy again, and the next replacement is placed.
+  std::string LoseReplacementToo(int size, int index, const std::string& pod, int node, int back) {
+    testing::PodOpts o = GangPod("train", size, index, 8);
+    o.name = pod;
+    o.uid = "uid-" + pod;
+    EXPECT_EQ(testing::BindPod(service, MakePod(o), Names({node})[0]).get(), "");
+    PodInfo running = Running(size, index, node);
+    running.name = pod;
+    running.uid = o.uid;
+    ledger.ObservePod(running);
+    EXPECT_TRUE(
+        state.SetNodeHealth(Names({node})[0], HealthSource::kKubeNotReady, true, "test").ok());
+    EXPECT_TRUE(
+        state.SetNodeHealth(Names({back})[0], HealthSource::kKubeNotReady, false, "test").ok());
+    ledger.PodDeleted(running);
+    o.name = pod + "-again";
+    o.uid = "uid-" + o.name;
+    std::vector<int> offered;
+    for (int n = 0; n < 12; ++n) {
+      if (n != node) offered.push_back(n);
+    }
+    ExtenderFilterResult r = service.Filter(MakeArgs(MakePod(o), Names(offered)));
+    EXPECT_EQ(r.node_names.size(), 1u) << r.error;
+    return r.node_names.empty() ? "" : r.node_names[0];
+  }
   std::vector<DecisionEvent> Events(const std::string& kind) {
     std::vector<DecisionEvent> out;
     for (const DecisionEvent& e : state.WaitEvents(0, absl::Now(), 10000)) {
@@ -142,6 +169,46 @@ TEST(RepairDegraded, AReplacementAloneInAnotherRackIsReported) {
     if (i != 3) f.ledger.PodDeleted(Running(8, i, i));
   }
   EXPECT_EQ(f.ledger.GetStats().degraded_gangs, 0);
+}
+
+TEST(RepairDegraded, ALaterRepairThatPutsItBackClearsTheMark) {
+  Fixture f;
+  DaemonMetrics metrics(&f.state);
+  metrics.AttachLedger(&f.ledger);
+  // As above: node 3 fails and member 3 goes alone to rack 2.
+  EXPECT_EQ(f.LoseAndReplace({0, 1, 2, 3, 4, 5, 6, 7}, 3), "gpu-node-008");
+  EXPECT_EQ(f.ledger.GetStats().degraded_gangs, 1);
+  // Then its tray fails as well, and node 3 is back: the replacement goes home to rack 0 (32 +
+  // 32 GPUs again), and the gang is no longer marked.
+  EXPECT_EQ(f.LoseReplacementToo(8, 3, "train-3-again", 8, 3), "gpu-node-003");
+  ASSERT_EQ(f.Events("repair-restored").size(), 1u);
+  const std::vector<GangNotice> restored = f.Notices("RepairRestored");
+  ASSERT_EQ(restored.size(), 1u);
+  EXPECT_EQ(restored[0].type, "Normal");
+  EXPECT_EQ(f.ledger.GetStats().degraded_gangs, 0);
+  EXPECT_EQ(
+      f.state.With([](GangScheduler& s) { return s.Find("default/train")->slower_since_repair; }),
+      "");
+  EXPECT_NE(metrics.Render().find("topogang_gangs_degraded 0"), std::string::npos);
+  EXPECT_NE(metrics.Render().find(R"(topogang_gang_events_total{event="repair_restored"} 1)"),
+            std::string::npos);
+}
+
+TEST(RepairDegraded, ALaterRepairThatStaysAwayKeepsTheMark) {
+  Fixture f;
+  EXPECT_EQ(f.LoseAndReplace({0, 1, 2, 3, 4, 5, 6, 7}, 3), "gpu-node-008");
+  const std::string why =
+      f.state.With([](GangScheduler& s) { return s.Find("default/train")->slower_since_repair; });
+  ASSERT_FALSE(why.empty());
+  // Its tray fails, node 3 stays down: the next replacement is again alone in rack 2 (node 9).
+  // Judged against where the gang ran before the first repair it is still slower: the mark
+  // stays, with nothing new to report (no worse than just before this repair).
+  EXPECT_EQ(f.LoseReplacementToo(8, 3, "train-3-again", 8, 8), "gpu-node-009");
+  EXPECT_TRUE(f.Events("repair-restored").empty());
+  EXPECT_EQ(f.ledger.GetStats().degraded_gangs, 1);
+  EXPECT_EQ(
+      f.state.With([](GangScheduler& s) { return s.Find("default/train")->slower_since_repair; }),
+      why);
 }
 
 TEST(RepairDegraded, AReplacementInTheSameRackIsNot) {

@@ -39,6 +39,28 @@ TEST(GangScheduler, ReserveCommitRelease) {
   EXPECT_TRUE(s.CheckInvariants().ok());
 }
 
+TEST(GangScheduler, ASlowerMarkKeepsWhereTheGangRanBeforeTheFirstSlowerRepair) {
+  GangScheduler s(MakeCluster(1, 1, 2, 4, 8));
+  FakeClock clock;
+  ASSERT_TRUE(s.Reserve(Gang("a", 2, 8), clock.Now()).ok());
+  Placement first, second;
+  first.members = {{0, {}}, {1, {}}};
+  second.members = {{0, {}}, {5, {}}};
+  ASSERT_TRUE(s.MarkSlowerSinceRepair("a", "a lone tray", first).ok());
+  // A second slower repair says why again, but later repairs are still judged against `first`.
+  ASSERT_TRUE(s.MarkSlowerSinceRepair("a", "a thin side", second).ok());
+  EXPECT_EQ(s.Find("a")->slower_since_repair, "a thin side");
+  ASSERT_EQ(s.Find("a")->ran_before_slower.members.size(), 2u);
+  EXPECT_EQ(s.Find("a")->ran_before_slower.members[1].node, 1);
+  ASSERT_TRUE(s.ClearSlowerSinceRepair("a").ok());
+  EXPECT_EQ(s.Find("a")->slower_since_repair, "");
+  EXPECT_TRUE(s.Find("a")->ran_before_slower.members.empty());
+  // Cleared, a new mark keeps the placement before it.
+  ASSERT_TRUE(s.MarkSlowerSinceRepair("a", "a lone tray", second).ok());
+  EXPECT_EQ(s.Find("a")->ran_before_slower.members[1].node, 5);
+  EXPECT_EQ(s.ClearSlowerSinceRepair("nobody").code(), absl::StatusCode::kNotFound);
+}
+
 TEST(GangScheduler, NoFitReservesNothing) {
   GangScheduler s(MakeCluster(1, 1, 1, 2, 8));
   BitMask before = s.cluster().free_mask();
