@@ -4,7 +4,8 @@
 // deleted and the controller creates it again. The only room is a rack of the other leaf, so
 // the replacement runs there alone: the gang is repaired (it binds) and the daemon posts a
 // RepairDegraded Warning event on a running member and counts the gang in
-// topogang_gangs_degraded (docs/extender.md, "Repairs that slow a gang").
+// topogang_gangs_degraded (docs/extender.md, "Repairs that slow a gang"). When the lone tray
+// fails in turn and the replacement goes home, RepairRestored clears it.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -38,6 +39,37 @@ class RepairDegradedEndToEnd : public testing::EmulatedDaemonTest {
     for (int i = 0; i < 12; ++i) api.PutNode(Node(i));
     StartAll("");
   }
+  // Gang t fills leaf-0's two racks; the tray of t-3 fails and its new pod t-3r binds alone in
+  // rack 2. Returns the failed tray.
+  std::string DegradeOneTray() {
+    std::vector<std::string> pods;
+    for (int m = 0; m < 8; ++m) {
+      pods.push_back(absl::StrCat("t-", m));
+      api.PutPod(GangPod(pods.back(), "t", 8, 4));
+    }
+    EXPECT_TRUE(WaitBound(pods)) << topogangd.LogTail(30);
+    for (const std::string& p : pods) {
+      EXPECT_LT(std::stoi(BoundNode(p).substr(9)), 8) << p << " outside leaf-0's two racks";
+    }
+    const std::string failed = BoundNode("t-3");
+    Fail(failed, true);
+    api.DeletePod("default", "t-3");
+    api.PutPod(GangPod("t-3r", "t", 8, 4));
+    EXPECT_TRUE(WaitBound({"t-3r"})) << topogangd.LogTail(30);
+    EXPECT_GE(std::stoi(BoundNode("t-3r").substr(9)), 8) << "the only room is rack 2";
+    EXPECT_TRUE(emu->WaitFor([&] { return !Events("RepairDegraded").empty(); }, absl::Seconds(20)))
+        << topogangd.LogTail(30);
+    return failed;
+  }
+  // A tray fails (cordoned, NotReady) or comes back.
+  void Fail(const std::string& node, bool failed) {
+    Json n = Node(std::stoi(node.substr(9)));
+    if (failed) {
+      n["spec"]["unschedulable"] = true;
+      n["status"]["conditions"][0]["status"] = "False";
+    }
+    api.PutNode(n);
+  }
   std::vector<Json> Events(const std::string& reason) {
     std::vector<Json> out;
     for (const Json& e : api.events()) {
@@ -48,28 +80,8 @@ class RepairDegradedEndToEnd : public testing::EmulatedDaemonTest {
 };
 
 TEST_F(RepairDegradedEndToEnd, AReplacementAloneInAnotherRackIsRepairedAndReported) {
-  std::vector<std::string> pods;
-  for (int m = 0; m < 8; ++m) {
-    pods.push_back(absl::StrCat("t-", m));
-    api.PutPod(GangPod(pods.back(), "t", 8, 4));
-  }
-  ASSERT_TRUE(WaitBound(pods)) << topogangd.LogTail(30);
-  for (const std::string& p : pods) {
-    ASSERT_LT(std::stoi(BoundNode(p).substr(9)), 8) << p << " outside leaf-0's two racks";
-  }
-  // Tray of t-3 fails (cordoned, NotReady); its pod is deleted and created again.
-  const std::string failed = BoundNode("t-3");
-  Json broken = Node(std::stoi(failed.substr(9)));
-  broken["spec"]["unschedulable"] = true;
-  broken["status"]["conditions"][0]["status"] = "False";
-  api.PutNode(broken);
-  api.DeletePod("default", "t-3");
-  api.PutPod(GangPod("t-3r", "t", 8, 4));
-  ASSERT_TRUE(WaitBound({"t-3r"})) << topogangd.LogTail(30);
-  EXPECT_GE(std::stoi(BoundNode("t-3r").substr(9)), 8) << "the only room is rack 2";
-
-  ASSERT_TRUE(emu->WaitFor([&] { return !Events("RepairDegraded").empty(); }, absl::Seconds(20)))
-      << topogangd.LogTail(30);
+  DegradeOneTray();
+  ASSERT_FALSE(HasFailure());
   const std::vector<Json> ev = Events("RepairDegraded");
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].value("type", ""), "Warning");
@@ -80,6 +92,41 @@ TEST_F(RepairDegradedEndToEnd, AReplacementAloneInAnotherRackIsRepairedAndReport
   const std::string metrics = Metrics();
   EXPECT_NE(metrics.find("topogang_gangs_degraded 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find(R"(topogang_gang_events_total{event="repair_degraded"} 1)"),
+            std::string::npos)
+      << metrics;
+}
+
+// Then the lone tray fails too, and the first one is back: the next new pod binds home in
+// leaf-0, the daemon posts RepairRestored and the gauge drops to 0.
+TEST_F(RepairDegradedEndToEnd, ARepairThatGoesHomeClearsTheMark) {
+  const std::string first = DegradeOneTray();
+  ASSERT_FALSE(HasFailure());
+  // One at a time, each seen by topogangd before the next step (its node watch may lag the
+  // emulator's, as an informer does): first back, then the lone tray down.
+  auto healthy = [&](int n) {
+    return emu->WaitFor(
+        [&] {
+          return Metrics().find(absl::StrCat("topogang_nodes{state=\"healthy\"} ", n)) !=
+                 std::string::npos;
+        },
+        absl::Seconds(20));
+  };
+  Fail(first, false);
+  ASSERT_TRUE(healthy(12)) << Metrics();
+  Fail(BoundNode("t-3r"), true);
+  ASSERT_TRUE(healthy(11)) << Metrics();
+  api.DeletePod("default", "t-3r");
+  api.PutPod(GangPod("t-3h", "t", 8, 4));
+  ASSERT_TRUE(WaitBound({"t-3h"})) << topogangd.LogTail(30);
+  EXPECT_EQ(BoundNode("t-3h"), first) << "the only free tray in leaf-0";
+  ASSERT_TRUE(emu->WaitFor([&] { return !Events("RepairRestored").empty(); }, absl::Seconds(20)))
+      << topogangd.LogTail(30);
+  const std::vector<Json> ev = Events("RepairRestored");
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].value("type", ""), "Normal");
+  const std::string metrics = Metrics();
+  EXPECT_NE(metrics.find("topogang_gangs_degraded 0"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find(R"(topogang_gang_events_total{event="repair_restored"} 1)"),
             std::string::npos)
       << metrics;
 }
