@@ -46,15 +46,10 @@ std::string SlowerAfterRepair(const Cluster& c, const Placement& before,
 // moved. False when the two do not describe the same members.
 bool RunsAsFastAs(const Cluster& c, const Placement& before, const Placement& now) {
   if (before.members.empty() || before.members.size() != now.members.size()) return false;
-  std::vector<int> moved;
-  std::vector<MemberPlacement> to;
   for (size_t i = 0; i < now.members.size(); ++i) {
     if (before.members[i].node < 0 || now.members[i].node < 0) return false;
-    if (before.members[i].node == now.members[i].node) continue;
-    moved.push_back(static_cast<int>(i));
-    to.push_back(now.members[i]);
   }
-  return !AssessRepair(c, before, moved, to).Degraded();
+  return !AssessPlacements(c, before, now).Degraded();
 }
 
 }  // namespace

@@ -61,6 +61,11 @@ RepairAssessment AssessRepair(const Cluster& c, Placement before, const std::vec
       after.members[lost[i]] = replacement[i];
     }
   }
+  return AssessPlacements(c, before, after);
+}
+
+RepairAssessment AssessPlacements(const Cluster& c, const Placement& before,
+                                  const Placement& after) {
   const Placement b = Known(c, before), a = Known(c, after);
   RepairAssessment r;
   r.bandwidth_before_gbps = b.bandwidth_gbps;

@@ -47,5 +47,9 @@ struct RepairAssessment {
 // placements' summaries (SummarizePlacement) are computed here; their inputs may be stale.
 RepairAssessment AssessRepair(const Cluster& c, Placement before, const std::vector<int>& lost,
                               const std::vector<MemberPlacement>& replacement);
+// The same check between any two placements of the gang's members: whether it runs slower on
+// `after` than on `before` (a later repair judged against where it ran before an earlier one).
+RepairAssessment AssessPlacements(const Cluster& c, const Placement& before,
+                                  const Placement& after);
 
 }  // namespace topogang

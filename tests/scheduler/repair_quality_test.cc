@@ -1,4 +1,5 @@
-// AssessRepair on hand-made placements: which repairs leave a running gang slower than it ran.
+// AssessRepair (and AssessPlacements) on hand-made placements: which repairs leave a running gang
+// slower than it ran.
 #include "scheduler/repair_quality.h"
 
 #include <gmock/gmock.h>
@@ -44,6 +45,20 @@ TEST(RepairQuality, AReplacementAloneInAnotherRackIsSlower) {
   EXPECT_TRUE(lone.Degraded());
   EXPECT_THAT(lone.Why(c), HasSubstr("only 4 of the gang's GPUs in its"));
   EXPECT_THAT(lone.Why(c), HasSubstr("the fewest in one was 16"));
+}
+
+// Two placements compared directly, as a later repair is judged against where the gang ran
+// before an earlier one: tray 3 went to rack 4 (16 -> 4), then came home to tray 3's rack.
+TEST(RepairQuality, APlacementIsJudgedAgainstAnyEarlierOne) {
+  const Cluster c = MakeNvlCluster(3);
+  const Placement first = Whole(c, {0, 1, 2, 3, 4, 5, 6, 7});
+  const Placement away = Whole(c, {0, 1, 2, 16, 4, 5, 6, 7});
+  const Placement home = Whole(c, {0, 1, 2, 3, 4, 5, 6, 7});
+  EXPECT_TRUE(AssessPlacements(c, first, away).lone_in_nvlink_domain());
+  EXPECT_EQ(AssessPlacements(c, first, away).fewest_per_nvlink_after, 4);
+  EXPECT_FALSE(AssessPlacements(c, first, home).Degraded());
+  // Another tray of rack 4 is still alone there.
+  EXPECT_TRUE(AssessPlacements(c, first, Whole(c, {0, 1, 2, 17, 4, 5, 6, 7})).Degraded());
 }
 
 TEST(RepairQuality, AReplacementInTheSameRackIsNot) {
