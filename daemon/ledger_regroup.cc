@@ -304,35 +304,30 @@ absl::Status GangLedger::ReserveMissingLocked(const std::string& id, Entry& e,
       break;
     }
   }
+  // Each goes to the decision log and, as a Kubernetes Event, on that pod.
+  auto announce = [&](const char* kind, const std::string& node, const char* type,
+                      const char* reason, const std::string& what) {
+    state_.Publish({0, {}, kind, id, node, what});
+    if (on != nullptr) {
+      notices->push_back({type, reason, id, absl::StrCat("topogang: ", what), {on->pod}});
+    }
+  };
   if (!slower.empty()) {
     // The gang keeps running, slower; only its controller can restart it re-planned whole.
-    const std::string what =
-        absl::StrCat("gang ", id, " was repaired, but runs slower than before: ", slower,
-                     ". Restarting it re-plans it whole");
-    state_.Publish({0, {}, "repair-degraded", id, "", what});
-    if (on != nullptr) {
-      notices->push_back(
-          {"Warning", "RepairDegraded", id, absl::StrCat("topogang: ", what), {on->pod}});
-    }
+    announce("repair-degraded", "", "Warning", "RepairDegraded",
+             absl::StrCat("gang ", id, " was repaired, but runs slower than before: ", slower,
+                          ". Restarting it re-plans it whole"));
   }
   if (restored) {
-    const std::string what = absl::StrCat(
-        "gang ", id, " was repaired and runs as fast again as before the repair that slowed it");
-    state_.Publish({0, {}, "repair-restored", id, "", what});
-    if (on != nullptr) {
-      notices->push_back(
-          {"Normal", "RepairRestored", id, absl::StrCat("topogang: ", what), {on->pod}});
-    }
+    announce("repair-restored", "", "Normal", "RepairRestored",
+             absl::StrCat("gang ", id,
+                          " was repaired and runs as fast again as before the repair that "
+                          "slowed it"));
   }
   if (!spares_taken.empty()) {
     for (const auto& [spare, lost] : spares_taken) {
-      const std::string what =
-          absl::StrCat("spare node ", spare, " replaced node ", lost, " for gang ", id);
-      state_.Publish({0, {}, "spare-taken", id, spare, what});
-      if (on != nullptr) {
-        notices->push_back(
-            {"Normal", "SpareTaken", id, absl::StrCat("topogang: ", what), {on->pod}});
-      }
+      announce("spare-taken", spare, "Normal", "SpareTaken",
+               absl::StrCat("spare node ", spare, " replaced node ", lost, " for gang ", id));
     }
     // The domain gets a fresh spare if it has an idle node (a marked one stays, now busy).
     state_.RebuildSpares();
