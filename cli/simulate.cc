@@ -91,7 +91,8 @@ of its placement (communication model, docs/placement-quality.md).
   --queue-keep-claim-clear 0|1, --queue-thin-side-patience-minutes M (0 = off),
   --queue-order arrival|smallest, --queue-backfill-into-holds 0|1,
   --queue-hold-horizon-minutes M (0 = off), --queue-large-in-order 0|1,
-  --queue-large-in-order-min-share F
+  --queue-large-in-order-min-share F, --queue-large-in-order-overload-backlog F (0 = off),
+  --queue-large-in-order-overload-memory-hours H
                           topogang only: override the daemon's GangQueue options
   --repair-in-place-always  topogang only: repair every failure-hit gang in place when the
                           repair keeps its bandwidth (default: requeue and re-plan gangs that
@@ -233,6 +234,8 @@ int RunSimulate(int argc, char** argv) {
                          "queue-keep-claim-clear",
                          "queue-large-in-order",
                          "queue-large-in-order-min-share",
+                         "queue-large-in-order-overload-backlog",
+                         "queue-large-in-order-overload-memory-hours",
                          "queue-thin-side-patience-minutes",
                          "queue-hold-max-shortfall",
                          "queue-hold-timeout-minutes",
@@ -308,7 +311,8 @@ int RunSimulate(int argc, char** argv) {
   }
 
   double q_starve, q_min, q_holds, q_claim, q_whole, q_ready, q_short, q_timeout, q_bf, q_soonest,
-      q_clear, q_in_order, q_in_order_share, q_thin, q_bf_holds, q_horizon;
+      q_clear, q_in_order, q_in_order_share, q_overload, q_overload_h, q_thin, q_bf_holds,
+      q_horizon;
   sim::CommModel comm_model = sim::CommModel::kNetwork;
   sim::Estimates estimates = sim::Estimates::kTrace;
   if (args->Has("estimates")) {
@@ -375,6 +379,9 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "queue-keep-claim-clear", -1, -1, 1, &q_clear) ||
       !ParseDouble(*args, "queue-large-in-order", -1, -1, 1, &q_in_order) ||
       !ParseDouble(*args, "queue-large-in-order-min-share", -1, 0, 1, &q_in_order_share) ||
+      !ParseDouble(*args, "queue-large-in-order-overload-backlog", -1, 0, 100, &q_overload) ||
+      !ParseDouble(*args, "queue-large-in-order-overload-memory-hours", -1, 0, 720,
+                   &q_overload_h) ||
       !ParseDouble(*args, "queue-thin-side-patience-minutes", -1, -1, 1e7, &q_thin) ||
       !ParseDouble(*args, "queue-backfill-into-holds", -1, -1, 1, &q_bf_holds) ||
       !ParseDouble(*args, "queue-hold-horizon-minutes", -1, -1, 1e7, &q_horizon) ||
@@ -555,6 +562,8 @@ int RunSimulate(int argc, char** argv) {
   opt.queue.keep_claim_clear = static_cast<int>(q_clear);
   opt.queue.large_gangs_in_order = static_cast<int>(q_in_order);
   opt.queue.large_in_order_min_share = q_in_order_share;
+  opt.queue.large_in_order_overload_backlog = q_overload;
+  opt.queue.large_in_order_overload_memory_s = q_overload_h < 0 ? -1 : q_overload_h * 3600;
   opt.queue.thin_side_patience_s = q_thin < 0 ? -1 : q_thin * 60;
   if (q_queue_order >= 0) opt.queue.order = q_queue_order;
   if (q_bf_holds >= 0) opt.queue.backfill_into_holds = static_cast<int>(q_bf_holds);

@@ -71,6 +71,8 @@ const std::set<std::string>& DaemonQueueKeys() {
                                              "keep_claim_clear",
                                              "large_gangs_in_order",
                                              "large_in_order_min_share",
+                                             "large_in_order_overload_backlog",
+                                             "large_in_order_overload_memory_seconds",
                                              "required_tier_max_wait_seconds"};
   return keys;
 }
@@ -113,6 +115,17 @@ absl::Status ParseDaemonQueueConfig(const YAML::Node& d, absl::string_view sourc
   auto share = YamlDouble(d, "large_in_order_min_share", source, 0, 1, q.large_in_order_min_share);
   if (!share.ok()) return share.status();
   q.large_in_order_min_share = *share;
+  // A share of the cluster's GPUs; above 1 means the large gangs' backlog alone outgrows the
+  // cluster several times over before the share rule applies.
+  auto backlog = YamlDouble(d, "large_in_order_overload_backlog", source, 0, 100,
+                            q.large_in_order_overload_backlog);
+  if (!backlog.ok()) return backlog.status();
+  q.large_in_order_overload_backlog = *backlog;
+  if (absl::Status s = ReadSeconds(d, "large_in_order_overload_memory_seconds", source, 30 * 86400,
+                                   q.large_in_order_overload_memory);
+      !s.ok()) {
+    return s;
+  }
   return ParseTierWaits(d["required_tier_max_wait_seconds"], source, out.required_tier_max_wait);
 }
 

@@ -5,6 +5,7 @@
 //   daemon: starvation_threshold_seconds (600), hold_min_gpus (256), max_holds (1),
 //     locality_patience_seconds (1800), thin_side_patience_seconds (21600), keep_claim_clear,
 //     large_gangs_in_order (false), large_in_order_min_share (0),
+//     large_in_order_overload_backlog (0), large_in_order_overload_memory_seconds (172800),
 //     required_tier_max_wait_seconds ({}; per tier, e.g. {leaf: 300, spine: 300})
 //
 // The section's other keys are the daemon's own (topogangd/daemon_config.h checks them all).

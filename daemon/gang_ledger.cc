@@ -1,6 +1,8 @@
 #include "daemon/gang_ledger.h"
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -274,10 +276,13 @@ GangLedger::Stats GangLedger::GetStats() const {
       ++s.reserved_gangs;
     for (const Member& m : e.slots) s.held_binds += m.held ? 1 : 0;
   }
-  s.degraded_gangs = state_.With([](GangScheduler& core) {
+  const absl::Time now = state_.clock().Now();
+  const bool overload_option =
+      options_.queue.large_gangs_in_order && options_.queue.large_in_order_overload_backlog > 0;
+  std::tie(s.degraded_gangs, s.large_overload) = state_.With([&](GangScheduler& core) {
     int n = 0;
     for (const auto& [name, rec] : core.gangs()) n += rec.slower_since_repair.empty() ? 0 : 1;
-    return n;
+    return std::pair{n, overload_option ? (admission_->LargeGangsOverload(now) ? 1 : 0) : -1};
   });
   return s;
 }

@@ -153,6 +153,9 @@ class GangLedger {
     int held_binds = 0;
     int degraded_gangs =
         0;  // slower than they ran since a repair (GangRecord::slower_since_repair)
+    // QueueOptions::large_in_order_overload_backlog in use: 1 while the large gangs overload
+    // the cluster, 0 while they do not; -1 when the option is off.
+    int large_overload = -1;
   };
   Stats GetStats() const;
 

@@ -208,6 +208,19 @@ void DaemonMetrics::AttachLedger(const GangLedger* ledger) {
                                "back (RepairRestored). Restarting one re-plans it whole.")
                            .Register(*registry_)
                            .Add({});
+    const QueueOptions& q = ledger->options().queue;
+    if (q.large_gangs_in_order && q.large_in_order_overload_backlog > 0) {
+      large_overload_ = &prometheus::BuildGauge()
+                             .Name("topogang_queue_large_overload")
+                             .Help(
+                                 "1 while the large gangs overload the cluster (their waiting "
+                                 "GPUs passed large_in_order_overload_backlog of it within its "
+                                 "memory): a starved gang stops only the share rule's gangs; 0: "
+                                 "it stops every younger large gang, and smaller ones down to "
+                                 "the share.")
+                             .Register(*registry_)
+                             .Add({});
+    }
   }
   ledger_ = ledger;
 }
@@ -234,6 +247,7 @@ void DaemonMetrics::UpdateScrapeGauges() {
     gangs_running_->Set(st.running_gangs);
     held_binds_->Set(st.held_binds);
     gangs_degraded_->Set(st.degraded_gangs);
+    if (large_overload_ != nullptr) large_overload_->Set(st.large_overload);
   }
   if (state_ != nullptr) {
     const DaemonState::HealthCounts h = state_->CountHealth();

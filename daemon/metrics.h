@@ -105,6 +105,7 @@ class DaemonMetrics {
   prometheus::Gauge* gangs_running_ = nullptr;
   prometheus::Gauge* held_binds_ = nullptr;
   prometheus::Gauge* gangs_degraded_ = nullptr;
+  prometheus::Gauge* large_overload_ = nullptr;  // only with the queue's overload backlog set
   prometheus::Gauge* gpus_free_ = nullptr;
   prometheus::Gauge* gpus_allocated_ = nullptr;
   prometheus::Gauge* gpus_unhealthy_ = nullptr;

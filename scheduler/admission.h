@@ -47,6 +47,9 @@ class Admission {
   // The gang `gang` waits behind in queue order (QueueOptions::large_gangs_in_order), or "": such
   // a gang is not preempted for, as it could not start on what preemption frees.
   virtual std::string WaitsBehind(const std::string& /*gang*/) const { return ""; }
+  // Whether the large gangs overload the cluster (GangQueue::LargeGangsOverload), so a starved
+  // gang stops only the share rule's gangs; true where no such switch applies.
+  virtual bool LargeGangsOverload(absl::Time /*now*/) const { return true; }
   // The spec to plan `gang` with outside Admit (preemption, an elastic start), so those see a
   // required tier that has lapsed for it (scheduler/tier_lapse.h) as the queue does.
   virtual GangSpec Effective(const GangScheduler& /*sched*/, const GangSpec& gang,

@@ -43,6 +43,7 @@ class QueueAdmission : public Admission {
     const GangQueue::Entry* e = queue_.Find(gang);
     return e ? e->waits_behind : "";
   }
+  bool LargeGangsOverload(absl::Time now) const override { return queue_.LargeGangsOverload(now); }
   GangSpec Effective(const GangScheduler& sched, const GangSpec& gang, absl::Time now) override;
   std::map<std::string, QueueSeniority> Arrivals(absl::Time now) const override;
   void Seed(const std::map<std::string, QueueSeniority>& arrivals, absl::Time now) override;

@@ -61,6 +61,11 @@ absl::Time GangQueue::NextDeadline(absl::Time now) const {
   return next;
 }
 
+bool GangQueue::LargeGangsOverload(absl::Time now) const {
+  return options_.large_in_order_overload_backlog <= 0 ||
+         now - large_overload_seen_ < options_.large_in_order_overload_memory;
+}
+
 bool GangQueue::Contains(absl::string_view name) const { return Find(name) != nullptr; }
 
 void GangQueue::SeedPatience(absl::string_view name, absl::Time could_start,
@@ -149,6 +154,8 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     }
     return a.enqueued < b.enqueued;
   });
+  // As of the passes before this one: gangs that arrived since and start now are no backlog.
+  const bool large_overload = LargeGangsOverload(now);
   std::vector<std::string> started;
   std::vector<Entry> kept;
   kept.reserve(waiting_.size());
@@ -196,7 +203,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     const bool large = e.spec.total_gpus() >= options_.hold_min_gpus;
     // Behind it in queue order, not merely later in this pass (QueueOrder::kSmallestFirst
     // tries smaller gangs first, whatever their age).
-    const bool stopped = large && !stopped_by.empty() && e.spec.total_gpus() >= stop_min_gpus &&
+    const bool stopped = !stopped_by.empty() && e.spec.total_gpus() >= stop_min_gpus &&
                          (e.spec.priority < stopped_priority || e.enqueued > stopped_enqueued);
     e.waits_behind = stopped ? stopped_by : std::string();
     if (stopped) {
@@ -284,9 +291,10 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
       stopped_by = e.spec.name;
       stopped_priority = e.spec.priority;
       stopped_enqueued = e.enqueued;
-      stop_min_gpus = std::max(
-          options_.hold_min_gpus,
-          static_cast<int>(std::ceil(options_.large_in_order_min_share * e.spec.total_gpus())));
+      const int share_gpus = std::max(
+          1, static_cast<int>(std::ceil(options_.large_in_order_min_share * e.spec.total_gpus())));
+      stop_min_gpus = large_overload ? std::max(options_.hold_min_gpus, share_gpus)
+                                     : std::min(options_.hold_min_gpus, share_gpus);
     }
     bool holds = false, claimed = false;
     if (starved && static_cast<int>(holders.size()) < options_.max_holds) {
@@ -311,6 +319,15 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     }
   }
   waiting_ = std::move(kept);
+  if (options_.large_in_order_overload_backlog > 0) {
+    int64_t backlog = 0;  // GPUs the large gangs still waiting ask for
+    for (const Entry& e : waiting_) {
+      if (e.spec.total_gpus() >= options_.hold_min_gpus) backlog += e.spec.total_gpus();
+    }
+    if (backlog > options_.large_in_order_overload_backlog * sched.cluster().num_gpus()) {
+      large_overload_seen_ = now;
+    }
+  }
   return started;
 }
 

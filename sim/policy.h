@@ -46,6 +46,8 @@ struct QueueOverrides {
   int keep_claim_clear = -1;      // 0/1
   int large_gangs_in_order = -1;  // 0/1
   double large_in_order_min_share = -1;
+  double large_in_order_overload_backlog = -1;
+  double large_in_order_overload_memory_s = -1;
   double thin_side_patience_s = -1;
 };
 

@@ -103,6 +103,12 @@ class TopogangPolicy : public Policy {
     if (ctx.queue.large_in_order_min_share >= 0) {
       o.large_in_order_min_share = ctx.queue.large_in_order_min_share;
     }
+    if (ctx.queue.large_in_order_overload_backlog >= 0) {
+      o.large_in_order_overload_backlog = ctx.queue.large_in_order_overload_backlog;
+    }
+    if (ctx.queue.large_in_order_overload_memory_s >= 0) {
+      o.large_in_order_overload_memory = absl::Seconds(ctx.queue.large_in_order_overload_memory_s);
+    }
     if (ctx.queue.thin_side_patience_s >= 0) {
       o.thin_side_patience = absl::Seconds(ctx.queue.thin_side_patience_s);
     }

@@ -15,8 +15,10 @@
 //     hold_min_gpus: 256                  # only gangs this large get holds (no patience)
 //     max_holds: 1
 //     large_gangs_in_order: false         # the overload setting (docs/placement-quality.md,
-//     large_in_order_min_share: 0         # "Setting the queue for overload"): true, 0.125 and
-//     required_tier_max_wait_seconds: {}  # {leaf: 300, spine: 300}; a gang's annotation wins
+//     large_in_order_min_share: 0         # "Setting the queue for overload"): true, 0.125,
+//     large_in_order_overload_backlog: 0  # 0.7 and {leaf: 300, spine: 300}; a gang's own
+//     large_in_order_overload_memory_seconds: 172800
+//     required_tier_max_wait_seconds: {}  # annotation wins
 //     tls:                         # HTTPS on http_port (docs/security.md); absent: plain HTTP
 //       cert_file: /tls/tls.crt    key_file: /tls/tls.key
 //       client_ca_file: /tls/client-ca.crt   # set: only clients with a certificate from it

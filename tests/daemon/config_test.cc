@@ -82,7 +82,9 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
                                    "slow_node_threshold: 2.5, slow_node_half_life_seconds: 600, "
                                    "locality_patience_seconds: 0, thin_side_patience_seconds: 0, "
                                    "keep_claim_clear: true, large_gangs_in_order: true, "
-                                   "large_in_order_min_share: 0.125}"),
+                                   "large_in_order_min_share: 0.125, "
+                                   "large_in_order_overload_backlog: 0.7, "
+                                   "large_in_order_overload_memory_seconds: 86400}"),
                         "x");
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_EQ(x->extender.failed_node_memory, absl::ZeroDuration());
@@ -98,6 +100,10 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
   EXPECT_FALSE(q->extender.queue.large_gangs_in_order) << "off by default";
   EXPECT_DOUBLE_EQ(x->extender.queue.large_in_order_min_share, 0.125);
   EXPECT_EQ(q->extender.queue.large_in_order_min_share, 0) << "every large gang, by default";
+  EXPECT_DOUBLE_EQ(x->extender.queue.large_in_order_overload_backlog, 0.7);
+  EXPECT_EQ(q->extender.queue.large_in_order_overload_backlog, 0) << "off by default";
+  EXPECT_EQ(x->extender.queue.large_in_order_overload_memory, absl::Hours(24));
+  EXPECT_EQ(q->extender.queue.large_in_order_overload_memory, absl::Hours(48)) << "default";
   EXPECT_EQ(q->extender.slow_node_gang_gpus, 64) << "default";
   EXPECT_TRUE(q->extender.preemption) << "on by default";
   EXPECT_TRUE(q->extender.scheduler_names.empty());
@@ -129,7 +135,12 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
                           "{large_gangs_in_order: first}",
                           "{large_in_order_min_share: 1.5}",
                           "{large_in_order_min_share: -0.1}",
-                          "{large_in_order_min_share: half}"}) {
+                          "{large_in_order_min_share: half}",
+                          "{large_in_order_overload_backlog: -1}",
+                          "{large_in_order_overload_backlog: 101}",
+                          "{large_in_order_overload_backlog: most}",
+                          "{large_in_order_overload_memory_seconds: -1}",
+                          "{large_in_order_overload_memory_seconds: 2592001}"}) {
     EXPECT_FALSE(ParseDaemonConfig(YAML::Load(bad), "x").ok()) << bad;
   }
 }

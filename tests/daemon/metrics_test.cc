@@ -298,6 +298,35 @@ TEST(MetricsTest, SpareNodesByState) {
   EXPECT_EQ(spares(m, "unhealthy"), 1);
 }
 
+// QueueOptions::large_in_order_overload_backlog: the gauge exists only with the option, reads 0
+// while the waiting large gangs ask for at most that share of the cluster, 1 once they asked for
+// more (and for its memory after).
+TEST(MetricsTest, TheQueuesLargeGangOverloadIsVisibleWithItsOption) {
+  {
+    Harness plain(TestCluster(8));
+    ASSERT_TRUE(plain.ok());
+    EXPECT_EQ(Scrape(plain).families().count("topogang_queue_large_overload"), 0u);
+  }
+  GangLedgerOptions o;
+  o.queue.hold_min_gpus = 16;
+  o.queue.large_gangs_in_order = true;
+  o.queue.large_in_order_overload_backlog = 0.5;  // of 64 GPUs: 32
+  Harness h(TestCluster(8), o);
+  ASSERT_TRUE(h.ok());
+  const std::vector<std::string> names = NodeNames(8);
+  ASSERT_EQ(Scrape(h).families().at("topogang_queue_large_overload").type, "gauge");
+  EXPECT_EQ(Scrape(h).Get("topogang_queue_large_overload"), 0);
+  // 5 x 8 GPUs reserved leaves 24 free; a second 5 x 8 gang waits, 40 GPUs > 32.
+  ASSERT_FALSE(
+      PassedNode(h.Post("/filter", testing::FilterBody(MakePod(GangPod("g", 5, 0, 8)), names)))
+          .empty());
+  EXPECT_EQ(Scrape(h).Get("topogang_queue_large_overload"), 0) << "nothing waits yet";
+  EXPECT_EQ(
+      PassedNode(h.Post("/filter", testing::FilterBody(MakePod(GangPod("w", 5, 0, 8)), names))),
+      "");
+  EXPECT_EQ(Scrape(h).Get("topogang_queue_large_overload"), 1);
+}
+
 TEST(MetricsTest, StandbyRepliesAndLeadershipAreVisible) {
   Harness h(TestCluster(8));
   ASSERT_TRUE(h.ok());

@@ -118,5 +118,27 @@ TEST_F(LargeInOrderEndToEnd, WithAMinShareAYoungerGangBelowItStartsAtOnce) {
   EXPECT_TRUE(BoundNode("big-0").empty());
 }
 
+// With large_in_order_overload_backlog, while the waiting large gangs ask for no more than that
+// share of the cluster, the starved gang also stops gangs below hold_min_gpus down to its share:
+// at 0.25 of big's 32 GPUs, a single 8-GPU job waits behind it, where in the first test (no
+// backlog option) it backfilled pool a at once. It starts once big has.
+TEST_F(LargeInOrderEndToEnd, WhileLargeGangsDoNotOverloadASmallJobOfTheShareWaitsToo) {
+  Start(true, ", large_in_order_min_share: 0.25, large_in_order_overload_backlog: 1.0");
+  const std::vector<std::string> big = BlockAndQueueTheOldGang(4);
+  if (HasFailure()) return;
+  api.PutPod(GangPod("small", "", 1, 8));
+  ASSERT_TRUE(emu->WaitFor([&] {
+    auto r = emu->Record("default/small");
+    return r && r->fit_errors > 0;
+  })) << topogangd.LogTail(30);
+  const std::string why = emu->Record("default/small")->last_failure;
+  EXPECT_NE(why.find("waiting behind gang"), std::string::npos) << why;
+  EXPECT_NE(why.find("gangs of 8+ GPUs"), std::string::npos) << why;
+  EXPECT_TRUE(BoundNode("small").empty());
+  api.DeletePod("default", "block");
+  ASSERT_TRUE(WaitBound(big)) << topogangd.LogTail(30);
+  ASSERT_TRUE(WaitBound({"small"})) << topogangd.LogTail(30);
+}
+
 }  // namespace
 }  // namespace topogang::kubesched

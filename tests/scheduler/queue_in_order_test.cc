@@ -213,5 +213,75 @@ TEST_F(LargeGangsInOrder, TheDaemonTellsTheStoppedGangsPodsWhomTheyWaitBehind) {
       << young.status();
 }
 
+// QueueOptions::large_in_order_overload_backlog. With a share of 0.25, `old` (32 GPUs) stops
+// gangs of 8+ GPUs while the large gangs do not overload the cluster (48 GPUs), even below
+// hold_min_gpus (16); once their backlog passed the share of the cluster, only gangs of 16+.
+QueueOptions WithOverloadBacklog(double backlog) {
+  QueueOptions o = InOrder(true);
+  o.large_in_order_min_share = 0.25;
+  o.large_in_order_overload_backlog = backlog;
+  o.large_in_order_overload_memory = absl::Hours(1);
+  return o;
+}
+
+TEST_F(LargeGangsInOrder, WhileLargeGangsDoNotOverloadTheClusterASmallerGangOfTheShareWaitsToo) {
+  // old alone asks for 32 of 48 GPUs: not above 1.0 of the cluster.
+  GangQueue q(WithOverloadBacklog(1.0));
+  EXPECT_TRUE(OldThenYoung(q, absl::Minutes(11), qt::Gang("small", 1, 8)).empty());
+  EXPECT_FALSE(q.LargeGangsOverload(t_ + absl::Minutes(11)));
+  const GangQueue::Entry* small = q.Find("small");
+  ASSERT_NE(small, nullptr);
+  EXPECT_EQ(small->waits_behind, "old");
+  EXPECT_NE(small->declined.find("gangs of 8+ GPUs start in queue order behind it"),
+            std::string::npos)
+      << small->declined;
+  // The contrast: without the option the share rule keeps its floor of hold_min_gpus.
+  GangScheduler other{testing::MakeCluster(1, 1, 3, 2, 8)};
+  for (int n : {0, 1, 2}) qt::RunOn(other, "r" + std::to_string(n), n, 0, 8);
+  GangQueue plain(WithOverloadBacklog(0));
+  ASSERT_TRUE(plain.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  ASSERT_TRUE(plain.Enqueue(qt::Gang("small", 1, 8), t_ + absl::Minutes(10)).ok());
+  EXPECT_EQ(plain.Schedule(other, t_ + absl::Minutes(11)), (std::vector<std::string>{"small"}));
+  EXPECT_TRUE(plain.LargeGangsOverload(t_ + absl::Minutes(11))) << "off: always the share rule";
+}
+
+TEST_F(LargeGangsInOrder, OnceTheLargeGangsBacklogPassedItsShareOnlyTheShareRuleStops) {
+  // 0.5 of 48 GPUs is 24: old's 32, still waiting after the first pass, are above it, so in
+  // the next small backfills and young (16) still waits.
+  GangQueue q(WithOverloadBacklog(0.5));
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  EXPECT_FALSE(q.LargeGangsOverload(t_)) << "no pass has seen a backlog yet";
+  EXPECT_TRUE(q.Schedule(s_, t_).empty());
+  EXPECT_TRUE(q.LargeGangsOverload(t_));
+  ASSERT_TRUE(q.Enqueue(qt::Gang("young", 2, 8), t_ + absl::Minutes(1)).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("small", 1, 8), t_ + absl::Minutes(2)).ok());
+  EXPECT_EQ(q.Schedule(s_, t_ + absl::Minutes(11)), (std::vector<std::string>{"small"}));
+  EXPECT_TRUE(q.LargeGangsOverload(t_ + absl::Minutes(11)));
+  EXPECT_EQ(q.Find("young")->waits_behind, "old");
+}
+
+TEST_F(LargeGangsInOrder, AnOverloadIsRememberedForItsMemoryThenTheStricterOrderReturns) {
+  // 0.9 of 48 GPUs is 43.2: old and young together (48) pass it, old alone (32) does not.
+  GangQueue q(WithOverloadBacklog(0.9));
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("young", 2, 8), t_ + absl::Minutes(1)).ok());
+  const absl::Time seen = t_ + absl::Minutes(11);
+  EXPECT_TRUE(q.Schedule(s_, seen).empty());
+  EXPECT_TRUE(q.LargeGangsOverload(seen));
+  ASSERT_TRUE(q.Remove(s_, "young"));  // the backlog drops to old's 32
+  // Within the hour's memory the share rule still applies: a gang of 8 backfills.
+  ASSERT_TRUE(q.Enqueue(qt::Gang("small1", 1, 8), seen + absl::Minutes(30)).ok());
+  EXPECT_EQ(q.Schedule(s_, seen + absl::Minutes(59)), (std::vector<std::string>{"small1"}));
+  EXPECT_TRUE(q.LargeGangsOverload(seen + absl::Minutes(59)));
+  // An hour after the last pass that saw the overload, gangs of 8+ wait behind old again,
+  // though 16 GPUs are free.
+  ASSERT_TRUE(q.Enqueue(qt::Gang("small2", 1, 8), seen + absl::Minutes(59)).ok());
+  EXPECT_TRUE(q.Schedule(s_, seen + absl::Minutes(60)).empty());
+  EXPECT_FALSE(q.LargeGangsOverload(seen + absl::Minutes(60)));
+  ASSERT_NE(q.Find("small2"), nullptr);
+  EXPECT_EQ(q.Find("small2")->waits_behind, "old");
+  EXPECT_TRUE(s_.CheckInvariants().ok());
+}
+
 }  // namespace
 }  // namespace topogang

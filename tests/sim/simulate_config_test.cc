@@ -53,6 +53,23 @@ TEST(SimulateConfig, TheDaemonSectionsQueueIsTheFlagsQueue) {
   EXPECT_FALSE(flags == JobsOf("default", "")) << "the setting changes nothing here";
 }
 
+TEST(SimulateConfig, TheOverloadBacklogKeysAreTheFlags) {
+  const std::string in_order =
+      "--queue-large-in-order 1 --queue-large-in-order-min-share 0.125 "
+      "--required-tier-max-wait 300 ";
+  const std::string flags = JobsOf("oflags", in_order +
+                                                 "--queue-large-in-order-overload-backlog 0.7 "
+                                                 "--queue-large-in-order-overload-memory-hours 48");
+  const std::string config =
+      JobsOf("oconfig", Config("o.yaml",
+                               "  large_gangs_in_order: true\n  large_in_order_min_share: 0.125\n"
+                               "  required_tier_max_wait_seconds: {spine: 300}\n"
+                               "  large_in_order_overload_backlog: 0.7\n"
+                               "  large_in_order_overload_memory_seconds: 172800\n"));
+  EXPECT_TRUE(flags == config) << "the config's queue is not the flags' queue";
+  EXPECT_FALSE(flags == JobsOf("oshare", in_order)) << "the backlog option changes nothing here";
+}
+
 TEST(SimulateConfig, ATiersWaitAppliesToThatTierOnly) {
   const std::string spine_flag = JobsOf("flag", "--required-tier-max-wait 300");
   EXPECT_TRUE(
@@ -78,7 +95,8 @@ TEST(SimulateConfig, BadQueueValuesAreErrorsThatNameTheKey) {
             "required_tier_max_wait_seconds.leaf"},
            {"  required_tier_max_wait_seconds: 300\n", "expected a mapping"},
            {"  large_gangs_in_order: maybe\n", "large_gangs_in_order"},
-           {"  large_in_order_min_share: 2\n", "large_in_order_min_share"}}) {
+           {"  large_in_order_min_share: 2\n", "large_in_order_min_share"},
+           {"  large_in_order_overload_backlog: x\n", "large_in_order_overload_backlog"}}) {
     CliResult r =
         testing::RunTopogang("simulate --cluster " + cluster + " " + Config("bad.yaml", daemon) +
                              " --generate 10 --policy topogang");
