@@ -62,7 +62,7 @@ absl::Time GangQueue::NextDeadline(absl::Time now) const {
 }
 
 bool GangQueue::LargeGangsOverload(absl::Time now) const {
-  return options_.large_in_order_overload_backlog <= 0 ||
+  return options_.large_in_order_overload_backlog <= 0 || large_overload_last_pass_ ||
          now - large_overload_seen_ < options_.large_in_order_overload_memory;
 }
 
@@ -324,9 +324,9 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     for (const Entry& e : waiting_) {
       if (e.spec.total_gpus() >= options_.hold_min_gpus) backlog += e.spec.total_gpus();
     }
-    if (backlog > options_.large_in_order_overload_backlog * sched.cluster().num_gpus()) {
-      large_overload_seen_ = now;
-    }
+    large_overload_last_pass_ =
+        backlog > options_.large_in_order_overload_backlog * sched.cluster().num_gpus();
+    if (large_overload_last_pass_) large_overload_seen_ = now;
   }
   return started;
 }

@@ -198,9 +198,10 @@ class GangQueue {
                                     const NodeExclusion& hold_exclude = {});
 
   const std::vector<Entry>& waiting() const { return waiting_; }
-  // Whether the large gangs overloaded the cluster within large_in_order_overload_memory
-  // before `now`: the gangs of hold_min_gpus or more still waiting after a Schedule pass asked
-  // for more than large_in_order_overload_backlog of its GPUs (always true with the option off).
+  // Whether the large gangs overload the cluster: the gangs of hold_min_gpus or more still
+  // waiting after a Schedule pass asked for more than large_in_order_overload_backlog of its
+  // GPUs, after the last pass or within large_in_order_overload_memory before `now` (always
+  // true with the option off; memory 0: the last pass only).
   bool LargeGangsOverload(absl::Time now) const;
   // The earliest time after `now` at which Schedule may start something without any other
   // change: a gang's locality or thin-side patience runs out, a large gang turns starved, or a
@@ -285,6 +286,7 @@ class GangQueue {
   uint64_t model_id_ = 0;  // GangScheduler::model_id() of the last pass
   // The last pass after which the large gangs' backlog was above large_in_order_overload_backlog.
   absl::Time large_overload_seen_ = absl::InfinitePast();
+  bool large_overload_last_pass_ = false;  // ... and whether it was after the last pass
   // Caches of what GrowHold derives from the scheduler's state. In an overloaded queue every
   // starved gang is looked at on every pass, mostly against an unchanged cluster; rebuilding
   // these per gang was most of the simulator's time (docs/placement-quality.md, "Speed").

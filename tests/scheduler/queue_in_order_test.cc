@@ -283,5 +283,18 @@ TEST_F(LargeGangsInOrder, AnOverloadIsRememberedForItsMemoryThenTheStricterOrder
   EXPECT_TRUE(s_.CheckInvariants().ok());
 }
 
+TEST_F(LargeGangsInOrder, WithNoMemoryTheOverloadFollowsTheLastPass) {
+  QueueOptions o = WithOverloadBacklog(0.9);  // 43.2 of 48 GPUs
+  o.large_in_order_overload_memory = absl::ZeroDuration();
+  GangQueue q(o);
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  ASSERT_TRUE(q.Enqueue(qt::Gang("young", 2, 8), t_ + absl::Seconds(1)).ok());
+  EXPECT_TRUE(q.Schedule(s_, t_ + absl::Minutes(11)).empty());
+  EXPECT_TRUE(q.LargeGangsOverload(t_ + absl::Hours(5))) << "48 GPUs waited after the last pass";
+  ASSERT_TRUE(q.Remove(s_, "young"));
+  EXPECT_TRUE(q.Schedule(s_, t_ + absl::Minutes(12)).empty());
+  EXPECT_FALSE(q.LargeGangsOverload(t_ + absl::Minutes(12)));
+}
+
 }  // namespace
 }  // namespace topogang
