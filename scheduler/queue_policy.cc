@@ -286,8 +286,10 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     // A stopped gang neither holds (its hold could never start it) nor stops others.
     bool starved = !stopped && now - e.enqueued >= options_.starvation_threshold && large &&
                    r.status().code() == absl::StatusCode::kResourceExhausted;
-    if (starved && options_.large_gangs_in_order && stopped_by.empty() &&
-        CouldStartWhenDrained(sched, e.spec, hold_exclude)) {
+    if (starved && options_.large_gangs_in_order && stopped_by.empty()) {
+      e.never_starts = !CouldStartWhenDrained(sched, e.spec, hold_exclude);
+    }
+    if (starved && options_.large_gangs_in_order && stopped_by.empty() && !e.never_starts) {
       stopped_by = e.spec.name;
       stopped_priority = e.spec.priority;
       stopped_enqueued = e.enqueued;
@@ -322,7 +324,10 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
   if (options_.large_in_order_overload_backlog > 0) {
     int64_t backlog = 0;  // GPUs the large gangs still waiting ask for
     for (const Entry& e : waiting_) {
-      if (e.spec.total_gpus() >= options_.hold_min_gpus) backlog += e.spec.total_gpus();
+      // One that could never start is no load: it would keep the cluster "overloaded" forever.
+      if (e.spec.total_gpus() >= options_.hold_min_gpus && !e.never_starts) {
+        backlog += e.spec.total_gpus();
+      }
     }
     large_overload_last_pass_ =
         backlog > options_.large_in_order_overload_backlog * sched.cluster().num_gpus();

@@ -117,7 +117,8 @@ struct QueueOptions {
   absl::Duration thin_side_patience = absl::Hours(6);
   // Large gangs in queue order: while the first starved gang of hold_min_gpus or more in the
   // pass cannot start, no gang of that size behind it (younger, or of lower priority) starts
-  // either; smaller ones still backfill. Slurm's FIFO reservation keeps the longest large-gang
+  // either; smaller ones still backfill (unless large_in_order_overload_backlog stops them
+  // too, below). Slurm's FIFO reservation keeps the longest large-gang
   // wait short by stopping everything younger; this stops only the large gangs, which are what
   // overtook the starved one (docs/placement-quality.md, "Large gangs in arrival order"). A
   // stopped gang neither holds nor preempts (it could not start on what either frees). A gang that
@@ -134,16 +135,20 @@ struct QueueOptions {
   // 2x-3x from 18-29 % to none beyond the interval, at the price of a longer 256+ wait at
   // 1x-1.25x there (docs/placement-quality.md, "Stopping only the gangs that compete").
   double large_in_order_min_share = 0;
-  // ... but only while the large gangs overload the cluster. While the GPUs that the waiting
-  // gangs of hold_min_gpus or more ask for, together, have not exceeded this share of the
-  // cluster's GPUs for large_in_order_overload_memory, a starved gang stops every younger gang
-  // of hold_min_gpus or more, and below that every gang of at least min_share of its GPUs: the
-  // order Slurm keeps, which gives the shortest large-gang waits where it is cheap. Once the
-  // large gangs' backlog passed this share, stopping them all behind one starved gang is what
-  // filled the JCT tail, so the share rule above applies until the memory has passed since.
+  // ... but only while the large gangs overload the cluster. While the GPUs that the gangs of
+  // hold_min_gpus or more still waiting after a pass ask for (those that could start on a
+  // drained cluster) have not exceeded this share of the cluster's GPUs (all of them, healthy or
+  // not), now or within large_in_order_overload_memory, a starved gang stops every younger gang
+  // of hold_min_gpus or more, and below that every gang of at least min_share of its GPUs: close
+  // to the order Slurm keeps, which gives the shortest large-gang waits where it is cheap. Once
+  // the large gangs' backlog passed this share, stopping them all behind one starved gang is
+  // what filled the JCT tail, so the share rule above applies until the memory has passed.
+  // Needs large_in_order_min_share > 0 (the config refuses 0): with 0, every younger gang, down
+  // to one GPU, would wait while the cluster is not overloaded.
   // 0: always the share rule. 0.7 with 48 h was the first setting to leave no simulated
   // (cluster, load) cell behind a baseline beyond its 95 % interval (docs/placement-quality.md,
-  // "Large gangs in order while they do not overload"); 1.0, or no memory, lost p95 JCT at 2x.
+  // "Large gangs in order while they do not overload, and ten fresh seeds"); 1.0 lost p95 JCT
+  // at 2x. Over ten fresh seeds it is still behind in 4 of 10 cells (the same section).
   double large_in_order_overload_backlog = 0;
   absl::Duration large_in_order_overload_memory = absl::Hours(48);
 };
@@ -177,6 +182,9 @@ class GangQueue {
     std::string declined;
     // The starved large gang it was stopped behind on its last pass (large_gangs_in_order).
     std::string waits_behind;
+    // It could not start even on a drained cluster, when last checked (large_gangs_in_order):
+    // it stops nobody and is no part of the large gangs' backlog.
+    bool never_starts = false;
   };
 
   // AlreadyExists if a gang of that name is waiting.

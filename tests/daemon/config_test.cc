@@ -137,6 +137,7 @@ TEST(DaemonConfigTest, DefaultsAndOverrides) {
                           "{large_in_order_min_share: -0.1}",
                           "{large_in_order_min_share: half}",
                           "{large_in_order_overload_backlog: -1}",
+                          "{large_in_order_overload_backlog: 0.7}",  // share 0: every gang stops
                           "{large_in_order_overload_backlog: 101}",
                           "{large_in_order_overload_backlog: most}",
                           "{large_in_order_overload_memory_seconds: -1}",

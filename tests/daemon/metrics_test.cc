@@ -310,6 +310,7 @@ TEST(MetricsTest, TheQueuesLargeGangOverloadIsVisibleWithItsOption) {
   GangLedgerOptions o;
   o.queue.hold_min_gpus = 16;
   o.queue.large_gangs_in_order = true;
+  o.queue.large_in_order_min_share = 0.125;
   o.queue.large_in_order_overload_backlog = 0.5;  // of 64 GPUs: 32
   Harness h(TestCluster(8), o);
   ASSERT_TRUE(h.ok());

@@ -1,7 +1,8 @@
 // Large gangs in arrival order (QueueOptions::large_gangs_in_order): while the oldest starved
 // gang of hold_min_gpus or more cannot start, younger gangs that large (or, with
-// large_in_order_min_share, of that share of it) wait too; smaller ones still backfill, and a
-// gang that could never start stops nobody.
+// large_in_order_min_share, of that share of it) wait too; smaller ones still backfill (unless
+// large_in_order_overload_backlog stops them while the large gangs do not overload the cluster),
+// and a gang that could never start stops nobody.
 //
 // The cluster of every test: one spine of three leaves of two 8-GPU nodes (48 GPUs). Jobs run
 // on nodes 0-2, so 24 GPUs are free: `old` (4 x 8 GPUs) does not fit, `young` (2 x 8) does.
@@ -281,6 +282,21 @@ TEST_F(LargeGangsInOrder, AnOverloadIsRememberedForItsMemoryThenTheStricterOrder
   ASSERT_NE(q.Find("small2"), nullptr);
   EXPECT_EQ(q.Find("small2")->waits_behind, "old");
   EXPECT_TRUE(s_.CheckInvariants().ok());
+}
+
+TEST_F(LargeGangsInOrder, AGangThatCouldNeverStartIsNoPartOfTheBacklog) {
+  // old (32 GPUs, above 0.5 of 48) may never use nodes 0-2: left in the backlog it would keep
+  // the cluster "overloaded" for as long as it waits. Once starved and checked it is left out.
+  GangQueue q(WithOverloadBacklog(0.5));
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  auto never = [](const GangSpec& g) {
+    return g.name == "old" ? std::vector<int>{0, 1, 2} : std::vector<int>{};
+  };
+  EXPECT_TRUE(q.Schedule(s_, t_ + absl::Minutes(5), {}, never).empty());
+  EXPECT_TRUE(q.LargeGangsOverload(t_ + absl::Minutes(5))) << "not starved yet: not checked";
+  EXPECT_TRUE(q.Schedule(s_, t_ + absl::Minutes(11), {}, never).empty());
+  EXPECT_TRUE(q.Find("old")->never_starts);
+  EXPECT_FALSE(q.LargeGangsOverload(t_ + absl::Minutes(11) + absl::Hours(1)));
 }
 
 TEST_F(LargeGangsInOrder, WithNoMemoryTheOverloadFollowsTheLastPass) {

@@ -133,6 +133,8 @@ TEST(SimulateCli, BadQueueFlagValuesAreErrorsNotAbortsOrDefaults) {
        "--queue-large-in-order-overload-backlog must be a number in [0, 100]"},
       {"--queue-large-in-order-overload-memory-hours 1000",
        "--queue-large-in-order-overload-memory-hours must be a number in [0, 720]"},
+      {"--queue-large-in-order 1 --queue-large-in-order-overload-backlog 0.7",
+       "--queue-large-in-order-overload-backlog needs --queue-large-in-order-min-share above 0"},
   };
   for (const auto& [flag, message] : bad) {
     CliResult r = Topogang(base + flag);
@@ -143,6 +145,7 @@ TEST(SimulateCli, BadQueueFlagValuesAreErrorsNotAbortsOrDefaults) {
                            "--queue-backfill-into-holds 0", "--queue-hold-horizon-minutes 30",
                            "--queue-large-in-order 1 --queue-large-in-order-min-share 0.125",
                            "--queue-large-in-order 1 --queue-large-in-order-overload-backlog 0.7 "
+                           "--queue-large-in-order-min-share 0.125 "
                            "--queue-large-in-order-overload-memory-hours 24"}) {
     CliResult r = Topogang(base + flag);
     EXPECT_EQ(r.code, 0) << flag << ": " << r.out;

@@ -59,13 +59,13 @@ TEST(SimulateConfig, TheOverloadBacklogKeysAreTheFlags) {
       "--required-tier-max-wait 300 ";
   const std::string flags = JobsOf("oflags", in_order +
                                                  "--queue-large-in-order-overload-backlog 0.7 "
-                                                 "--queue-large-in-order-overload-memory-hours 48");
+                                                 "--queue-large-in-order-overload-memory-hours 24");
   const std::string config =
       JobsOf("oconfig", Config("o.yaml",
                                "  large_gangs_in_order: true\n  large_in_order_min_share: 0.125\n"
                                "  required_tier_max_wait_seconds: {spine: 300}\n"
                                "  large_in_order_overload_backlog: 0.7\n"
-                               "  large_in_order_overload_memory_seconds: 172800\n"));
+                               "  large_in_order_overload_memory_seconds: 86400\n"));
   EXPECT_TRUE(flags == config) << "the config's queue is not the flags' queue";
   EXPECT_FALSE(flags == JobsOf("oshare", in_order)) << "the backlog option changes nothing here";
 }
