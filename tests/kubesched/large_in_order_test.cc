@@ -38,11 +38,15 @@ class LargeInOrderEndToEnd : public testing::EmulatedDaemonTest {
     EXPECT_EQ(BoundNode("block"), "b0");
     const std::vector<std::string> big =
         PutGang("big", members, 8, Json{{"nodeSelector", {{"pool", "b"}}}});
-    EXPECT_TRUE(emu->WaitFor([&] {
-      auto r = emu->Record("default/big-0");
-      return r && r->fit_errors > 0;
-    })) << "the older gang's first pod was never refused";
+    EXPECT_TRUE(WaitRefused("big-0")) << "the older gang's first pod was never refused";
     return big;
+  }
+  // Whether kube-scheduler's filter refused the pod at least once (its emulator record).
+  bool WaitRefused(const std::string& pod) {
+    return emu->WaitFor([&] {
+      auto r = emu->Record("default/" + pod);
+      return r && r->fit_errors > 0;
+    });
   }
   // The younger large gang, 2 x 8 GPUs, no constraint: it fits pool a now.
   std::vector<std::string> QueueTheYoungGang() { return PutGang("young", 2, 8); }
@@ -56,10 +60,7 @@ void LargeInOrderEndToEnd::YoungerLargeGangWaitsOnlyWhenInOrder(bool in_order) {
   if (HasFailure()) return;
   const std::vector<std::string> young = QueueTheYoungGang();
   if (in_order) {
-    ASSERT_TRUE(emu->WaitFor([&] {
-      auto r = emu->Record("default/young-0");
-      return r && r->fit_errors > 0;
-    })) << topogangd.LogTail(30);
+    ASSERT_TRUE(WaitRefused("young-0")) << topogangd.LogTail(30);
     const std::string why = emu->Record("default/young-0")->last_failure;
     EXPECT_NE(why.find("waiting behind gang"), std::string::npos) << why;
     EXPECT_NE(why.find("big"), std::string::npos) << why;
@@ -127,10 +128,7 @@ TEST_F(LargeInOrderEndToEnd, WhileLargeGangsDoNotOverloadASmallJobOfTheShareWait
   const std::vector<std::string> big = BlockAndQueueTheOldGang(4);
   if (HasFailure()) return;
   api.PutPod(GangPod("small", "", 1, 8));
-  ASSERT_TRUE(emu->WaitFor([&] {
-    auto r = emu->Record("default/small");
-    return r && r->fit_errors > 0;
-  })) << topogangd.LogTail(30);
+  ASSERT_TRUE(WaitRefused("small")) << topogangd.LogTail(30);
   const std::string why = emu->Record("default/small")->last_failure;
   EXPECT_NE(why.find("waiting behind gang"), std::string::npos) << why;
   EXPECT_NE(why.find("gangs of 8+ GPUs"), std::string::npos) << why;
