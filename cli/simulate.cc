@@ -542,13 +542,13 @@ int RunSimulate(int argc, char** argv) {
   opt.locality_patience_s = patience;
   opt.required_tier_max_wait_s = tier_wait;
   opt.queue_base = daemon_queue.queue;
-  if ((q_overload >= 0 ? q_overload : daemon_queue.queue.large_in_order_overload_backlog) > 0 &&
-      (q_in_order_share >= 0 ? q_in_order_share : daemon_queue.queue.large_in_order_min_share) <=
-          0) {
-    std::cerr << "topogang simulate: --queue-large-in-order-overload-backlog needs "
-                 "--queue-large-in-order-min-share above 0 (e.g. 0.125): with 0, every younger "
-                 "gang would wait behind a starved large gang while the cluster is not "
-                 "overloaded\n";
+  // The flags override the config's keys, so the refused combination is checked on the result.
+  if (const std::string why = QueueOptions::OverloadBacklogProblem(
+          q_overload >= 0 ? q_overload : daemon_queue.queue.large_in_order_overload_backlog,
+          q_in_order_share >= 0 ? q_in_order_share : daemon_queue.queue.large_in_order_min_share,
+          "--queue-large-in-order-min-share");
+      !why.empty()) {
+    std::cerr << "topogang simulate: --queue-large-in-order-overload-backlog " << why << "\n";
     return 2;
   }
   opt.required_tier_max_wait_by_tier = daemon_queue.required_tier_max_wait;

@@ -126,11 +126,12 @@ absl::Status ParseDaemonQueueConfig(const YAML::Node& d, absl::string_view sourc
       !s.ok()) {
     return s;
   }
-  if (q.large_in_order_overload_backlog > 0 && q.large_in_order_min_share <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        YamlWhere(source, d), ": daemon.large_in_order_overload_backlog needs ",
-        "large_in_order_min_share above 0 (e.g. 0.125): with 0, every younger gang, down to one "
-        "GPU, would wait behind a starved large gang while the cluster is not overloaded"));
+  if (const std::string why = QueueOptions::OverloadBacklogProblem(
+          q.large_in_order_overload_backlog, q.large_in_order_min_share,
+          "large_in_order_min_share");
+      !why.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(YamlWhere(source, d), ": daemon.large_in_order_overload_backlog ", why));
   }
   return ParseTierWaits(d["required_tier_max_wait_seconds"], source, out.required_tier_max_wait);
 }

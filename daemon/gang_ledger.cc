@@ -277,8 +277,7 @@ GangLedger::Stats GangLedger::GetStats() const {
     for (const Member& m : e.slots) s.held_binds += m.held ? 1 : 0;
   }
   const absl::Time now = state_.clock().Now();
-  const bool overload_option =
-      options_.queue.large_gangs_in_order && options_.queue.large_in_order_overload_backlog > 0;
+  const bool overload_option = options_.queue.LargeOverloadSwitch();
   std::tie(s.degraded_gangs, s.large_overload) = state_.With([&](GangScheduler& core) {
     int n = 0;
     for (const auto& [name, rec] : core.gangs()) n += rec.slower_since_repair.empty() ? 0 : 1;

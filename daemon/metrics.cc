@@ -208,8 +208,7 @@ void DaemonMetrics::AttachLedger(const GangLedger* ledger) {
                                "back (RepairRestored). Restarting one re-plans it whole.")
                            .Register(*registry_)
                            .Add({});
-    const QueueOptions& q = ledger->options().queue;
-    if (q.large_gangs_in_order && q.large_in_order_overload_backlog > 0) {
+    if (ledger->options().queue.LargeOverloadSwitch()) {
       large_overload_ = &prometheus::BuildGauge()
                              .Name("topogang_queue_large_overload")
                              .Help(

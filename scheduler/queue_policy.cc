@@ -288,15 +288,16 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
                    r.status().code() == absl::StatusCode::kResourceExhausted;
     if (starved && options_.large_gangs_in_order && stopped_by.empty()) {
       e.never_starts = !CouldStartWhenDrained(sched, e.spec, hold_exclude);
-    }
-    if (starved && options_.large_gangs_in_order && stopped_by.empty() && !e.never_starts) {
-      stopped_by = e.spec.name;
-      stopped_priority = e.spec.priority;
-      stopped_enqueued = e.enqueued;
-      const int share_gpus = std::max(
-          1, static_cast<int>(std::ceil(options_.large_in_order_min_share * e.spec.total_gpus())));
-      stop_min_gpus = large_overload ? std::max(options_.hold_min_gpus, share_gpus)
-                                     : std::min(options_.hold_min_gpus, share_gpus);
+      if (!e.never_starts) {
+        stopped_by = e.spec.name;
+        stopped_priority = e.spec.priority;
+        stopped_enqueued = e.enqueued;
+        const int share_gpus = std::max(
+            1,
+            static_cast<int>(std::ceil(options_.large_in_order_min_share * e.spec.total_gpus())));
+        stop_min_gpus = large_overload ? std::max(options_.hold_min_gpus, share_gpus)
+                                       : std::min(options_.hold_min_gpus, share_gpus);
+      }
     }
     bool holds = false, claimed = false;
     if (starved && static_cast<int>(holders.size()) < options_.max_holds) {

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "scheduler/gang.h"
@@ -151,6 +152,22 @@ struct QueueOptions {
   // at 2x. Over ten fresh seeds it is still behind in 4 of 10 cells (the same section).
   double large_in_order_overload_backlog = 0;
   absl::Duration large_in_order_overload_memory = absl::Hours(48);
+
+  // Whether the overload switch above is in use (topogang_queue_large_overload reports it).
+  bool LargeOverloadSwitch() const {
+    return large_gangs_in_order && large_in_order_overload_backlog > 0;
+  }
+  // The one combination the switch refuses: with a share of 0, every younger gang down to one GPU
+  // would wait while the cluster is calm. Empty when fine, else why, naming the share as the
+  // caller spells it (a config key, a flag).
+  static std::string OverloadBacklogProblem(double backlog, double min_share,
+                                            absl::string_view share_name) {
+    if (backlog <= 0 || min_share > 0) return "";
+    return absl::StrCat("needs ", share_name,
+                        " above 0 (e.g. 0.125): with 0, every younger gang, down to one GPU, "
+                        "would wait behind a starved large gang while the cluster is not "
+                        "overloaded");
+  }
 };
 
 class GangQueue {
