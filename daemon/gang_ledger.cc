@@ -286,14 +286,19 @@ GangLedger::Stats GangLedger::GetStats() const {
   return s;
 }
 
-std::map<std::string, QueueSeniority> GangLedger::QueueArrivals() const {
+QueueMemory GangLedger::QueueSnapshot() const {
   const absl::Time now = state_.clock().Now();
-  return state_.With([&](GangScheduler&) { return admission_->Arrivals(now); });
+  return state_.With([&](GangScheduler&) {
+    return QueueMemory{admission_->Arrivals(now), admission_->LargeOverloadSeen()};
+  });
 }
 
-void GangLedger::SeedQueue(const std::map<std::string, QueueSeniority>& arrivals) {
+void GangLedger::SeedQueue(const QueueMemory& memory) {
   const absl::Time now = state_.clock().Now();
-  state_.With([&](GangScheduler&) { admission_->Seed(arrivals, now); });
+  state_.With([&](GangScheduler&) {
+    admission_->Seed(memory.arrivals, now);
+    admission_->SeedLargeOverload(memory.large_overload_seen, now);
+  });
 }
 
 }  // namespace topogang

@@ -46,6 +46,7 @@
 #include "scheduler/elastic.h"
 #include "scheduler/preemption.h"
 #include "scheduler/queue_admission.h"
+#include "scheduler/queue_seniority.h"
 
 namespace topogang {
 
@@ -141,11 +142,11 @@ class GangLedger {
   void SetBindingAllowed(bool allowed, const std::string& why = "");
   // Fails every held bind now (shutdown: the HTTP server must answer them before it closes).
   void FailHeldBinds(const std::string& why);
-  // Queue seniority across restarts and failovers (kube/queue_journal.h keeps it): the arrival
-  // of every gang waiting in the admission queue, and seeding an earlier leader's record. Seed
-  // before serving (Admission::Seed).
-  std::map<std::string, QueueSeniority> QueueArrivals() const;
-  void SeedQueue(const std::map<std::string, QueueSeniority>& arrivals);
+  // The queue across restarts and failovers (kube/queue_journal.h keeps it): the arrival of
+  // every gang waiting in the admission queue and the large gangs' last overload, and seeding an
+  // earlier leader's record. Seed before serving (Admission::Seed).
+  QueueMemory QueueSnapshot() const;
+  void SeedQueue(const QueueMemory& memory);
 
   struct Stats {
     int reserved_gangs = 0;

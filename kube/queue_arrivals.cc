@@ -14,6 +14,7 @@ namespace topogang {
 namespace {
 
 constexpr int kVersion = 1;
+constexpr const char* kOverloadKey = "large_overload_seen";
 constexpr size_t kMaxName = 512;  // namespace (63) + "/" + a gang name, with room to spare
 const absl::Time kEarliest = absl::FromUnixSeconds(946684800);  // 2000-01-01
 const absl::Time kLatest = absl::FromUnixSeconds(7258118400);   // 2200-01-01
@@ -82,9 +83,8 @@ std::optional<QueueSeniority> EntryOf(const Json& value) {
 
 }  // namespace
 
-std::string EncodeArrivals(const std::map<std::string, QueueSeniority>& arrivals,
-                           size_t max_entries) {
-  Entries v(arrivals.begin(), arrivals.end());
+std::string EncodeQueueJournal(const QueueMemory& memory, size_t max_entries) {
+  Entries v(memory.arrivals.begin(), memory.arrivals.end());
   SortByArrival(&v);
   std::vector<std::string> kept;  // the oldest that fit both caps
   size_t bytes = 64;              // the envelope, with room to spare
@@ -96,7 +96,13 @@ std::string EncodeArrivals(const std::map<std::string, QueueSeniority>& arrivals
     kept.push_back(std::move(entry));
   }
   std::sort(kept.begin(), kept.end());  // by name: the same queue always gives the same text
-  std::string out = absl::StrCat("{\"version\":", kVersion, ",\"arrivals\":{");
+  std::string out = absl::StrCat("{\"version\":", kVersion);
+  if (memory.large_overload_seen != absl::InfinitePast()) {
+    const absl::Duration since_epoch = memory.large_overload_seen - absl::UnixEpoch();
+    absl::StrAppend(&out, ",\"", kOverloadKey,
+                    "\":", absl::ToInt64Milliseconds(absl::Floor(since_epoch, absl::Minutes(1))));
+  }
+  absl::StrAppend(&out, ",\"arrivals\":{");
   for (size_t i = 0; i < kept.size(); ++i) {
     if (i > 0) out += ',';
     out += kept[i];
@@ -105,8 +111,9 @@ std::string EncodeArrivals(const std::map<std::string, QueueSeniority>& arrivals
   return out;
 }
 
-absl::StatusOr<std::map<std::string, QueueSeniority>> ParseArrivals(
-    absl::string_view text, std::vector<std::string>* warnings, size_t max_entries) {
+absl::StatusOr<QueueMemory> ParseQueueJournal(absl::string_view text,
+                                              std::vector<std::string>* warnings,
+                                              size_t max_entries) {
   auto json = ParseJson(text);
   if (!json.ok()) return json.status();
   if (!json->is_object()) return absl::InvalidArgumentError("queue journal: not a JSON object");
@@ -118,8 +125,17 @@ absl::StatusOr<std::map<std::string, QueueSeniority>> ParseArrivals(
   }
   auto arrivals = JsonObject(*json, "arrivals", "queue journal.arrivals");
   if (!arrivals.ok()) return arrivals.status();
-  std::map<std::string, QueueSeniority> out;
-  if (*arrivals == nullptr) return out;
+  QueueMemory memory;
+  if (auto seen = json->find(kOverloadKey); seen != json->end()) {
+    if (auto t = TimeOf(*seen)) {
+      memory.large_overload_seen = *t;
+    } else if (warnings) {
+      warnings->push_back(absl::StrCat("queue journal: ignored ", kOverloadKey,
+                                       ": not Unix milliseconds in range"));
+    }
+  }
+  if (*arrivals == nullptr) return memory;
+  std::map<std::string, QueueSeniority>& out = memory.arrivals;
   for (const auto& [name, value] : (*arrivals)->items()) {
     if (name.empty() || name.size() > kMaxName) {
       if (warnings) warnings->push_back("queue journal: skipped an entry with a bad gang name");
@@ -145,7 +161,7 @@ absl::StatusOr<std::map<std::string, QueueSeniority>> ParseArrivals(
     v.resize(max_entries);
     out = std::map<std::string, QueueSeniority>(v.begin(), v.end());
   }
-  return out;
+  return memory;
 }
 
 }  // namespace topogang

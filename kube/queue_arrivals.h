@@ -9,6 +9,10 @@
 //
 // A gang with no patience started is written as a bare number, as before patience starts were
 // kept (2026-11-28), so an older topogangd still reads those; it skips the others, with a warning.
+// The large gangs' last overload (QueueMemory::large_overload_seen), when there was one, is a
+// top-level "large_overload_seen" in Unix milliseconds, floored to the minute: an overload that
+// lasts would otherwise change the record, and rewrite up to 900 KiB of it, every period. An older
+// topogangd ignores the key.
 #pragma once
 
 #include <cstddef>
@@ -29,15 +33,15 @@ namespace topogang {
 inline constexpr size_t kMaxJournalArrivals = 20000;
 inline constexpr size_t kMaxJournalBytes = 900 * 1024;
 
-std::string EncodeArrivals(const std::map<std::string, QueueSeniority>& arrivals,
-                           size_t max_entries = kMaxJournalArrivals);
+std::string EncodeQueueJournal(const QueueMemory& memory, size_t max_entries = kMaxJournalArrivals);
 
 // Text that is not the format above (not JSON, another version, `arrivals` not an object) is an
 // error. A single bad entry (a name that is empty or over 512 bytes, an arrival that is not an
 // integer from 2000 to 2200, a patience start given but not such an integer) is skipped with a
-// line in `warnings`; at most `max_entries` of the oldest are kept.
-absl::StatusOr<std::map<std::string, QueueSeniority>> ParseArrivals(
-    absl::string_view text, std::vector<std::string>* warnings,
-    size_t max_entries = kMaxJournalArrivals);
+// line in `warnings`; at most `max_entries` of the oldest are kept. A large_overload_seen that is
+// not such an integer is left out, with a line in `warnings`.
+absl::StatusOr<QueueMemory> ParseQueueJournal(absl::string_view text,
+                                              std::vector<std::string>* warnings,
+                                              size_t max_entries = kMaxJournalArrivals);
 
 }  // namespace topogang

@@ -77,26 +77,26 @@ absl::StatusOr<Json> QueueJournal::ReadLocked() {
   return *std::move(obj);
 }
 
-absl::StatusOr<std::map<std::string, QueueSeniority>> QueueJournal::Load() {
+absl::StatusOr<QueueMemory> QueueJournal::Load() {
   std::lock_guard<std::mutex> lock(write_mu_);
   auto obj = ReadLocked();
   if (!obj.ok()) return obj.status();
-  if (obj->is_null()) return std::map<std::string, QueueSeniority>{};
+  if (obj->is_null()) return QueueMemory{};
   auto data = JsonObject(*obj, "data", "ConfigMap.data");
   if (!data.ok()) return data.status();
   auto text = *data ? JsonString(**data, kDataKey, "ConfigMap.data.arrivals")
                     : absl::StatusOr<std::string>("");
   if (!text.ok()) return text.status();
-  if (text->empty()) return std::map<std::string, QueueSeniority>{};
+  if (text->empty()) return QueueMemory{};
   std::vector<std::string> warnings;
-  auto arrivals = ParseArrivals(*text, &warnings, options_.max_entries);
+  auto memory = ParseQueueJournal(*text, &warnings, options_.max_entries);
   for (const std::string& w : warnings) std::cerr << "topogangd: " << w << std::endl;
-  if (arrivals.ok()) written_ = *text;
-  return arrivals;
+  if (memory.ok()) written_ = *text;
+  return memory;
 }
 
 absl::Status QueueJournal::Flush() {
-  const std::string text = EncodeArrivals(snapshot_(), options_.max_entries);
+  const std::string text = EncodeQueueJournal(snapshot_(), options_.max_entries);
   std::lock_guard<std::mutex> lock(write_mu_);
   if (exists_known_ && text == written_) return absl::OkStatus();
   if (!exists_known_) {

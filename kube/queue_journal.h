@@ -3,14 +3,14 @@
 // a gang that waited ten hours would re-enter behind gangs that came an hour ago, and a starved
 // gang would wait out the starvation threshold again before anything is held for it.
 //
-// What is kept: each waiting gang's arrival and patience starts (kube/queue_arrivals.h,
-// scheduler/queue_seniority.h), nothing else. Holds and reservations are rebuilt from the cluster
-// as before. The leader writes the record every `period` when it changed (a PUT with the
-// resourceVersion read; a conflict re-reads it next time), and once more when it shuts down,
-// before it releases the lease. A new leader reads it before it serves (GangLedger::SeedQueue). Why
-// a ConfigMap in topogangd's namespace and not pod annotations: users write their own pods, and
-// could forge seniority there; this object is writable only by whoever may write topogangd's
-// namespace (docs/extender.md).
+// What is kept: each waiting gang's arrival and patience starts, and the last time the large gangs
+// overloaded the cluster (kube/queue_arrivals.h, scheduler/queue_seniority.h), nothing else. Holds
+// and reservations are rebuilt from the cluster as before. The leader writes the record every
+// `period` when it changed (a PUT with the resourceVersion read; a conflict re-reads it next time),
+// and once more when it shuts down, before it releases the lease. A new leader reads it before it
+// serves (GangLedger::SeedQueue). Why a ConfigMap in topogangd's namespace and not pod annotations:
+// users write their own pods, and could forge seniority there; this object is writable only by
+// whoever may write topogangd's namespace (docs/extender.md).
 //
 // Thread-safe. Failures are logged (once per distinct error) and never stop the daemon: the
 // worst case is the old behaviour, seniority from the next filter.
@@ -42,8 +42,8 @@ struct QueueJournalOptions {
 
 class QueueJournal {
  public:
-  using Snapshot = std::function<std::map<std::string, QueueSeniority>()>;
-  // `snapshot` gives the arrivals to keep (GangLedger::QueueArrivals).
+  using Snapshot = std::function<QueueMemory()>;
+  // `snapshot` gives what to keep (GangLedger::QueueSnapshot).
   QueueJournal(std::shared_ptr<KubeClient> client, QueueJournalOptions options, Snapshot snapshot);
   ~QueueJournal();  // Abandon()
   QueueJournal(const QueueJournal&) = delete;
@@ -51,7 +51,7 @@ class QueueJournal {
 
   // The record as stored: empty when there is none yet; an error when it cannot be read or is
   // not a queue journal (it is overwritten by the next write). Bad entries are skipped (logged).
-  absl::StatusOr<std::map<std::string, QueueSeniority>> Load();
+  absl::StatusOr<QueueMemory> Load();
   // Writes the snapshot now unless it equals what was last written. One attempt.
   absl::Status Flush();
   // Writes every period from a background thread. Idempotent.

@@ -64,6 +64,10 @@ class Admission {
   virtual std::map<std::string, QueueSeniority> Arrivals(absl::Time /*now*/) const { return {}; }
   virtual void Seed(const std::map<std::string, QueueSeniority>& /*arrivals*/, absl::Time /*now*/) {
   }
+  // ... and the last pass that found the large gangs overloading the cluster
+  // (GangQueue::large_overload_seen, SeedLargeOverload); InfinitePast where no switch applies.
+  virtual absl::Time LargeOverloadSeen() const { return absl::InfinitePast(); }
+  virtual void SeedLargeOverload(absl::Time /*seen*/, absl::Time /*now*/) {}
 };
 
 class DirectAdmission : public Admission {

@@ -47,6 +47,10 @@ class QueueAdmission : public Admission {
   GangSpec Effective(const GangScheduler& sched, const GangSpec& gang, absl::Time now) override;
   std::map<std::string, QueueSeniority> Arrivals(absl::Time now) const override;
   void Seed(const std::map<std::string, QueueSeniority>& arrivals, absl::Time now) override;
+  absl::Time LargeOverloadSeen() const override { return queue_.large_overload_seen(); }
+  void SeedLargeOverload(absl::Time seen, absl::Time now) override {
+    queue_.SeedLargeOverload(seen, now);
+  }
 
   const GangQueue& queue() const { return queue_; }
 

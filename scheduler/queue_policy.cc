@@ -66,6 +66,10 @@ bool GangQueue::LargeGangsOverload(absl::Time now) const {
          now - large_overload_seen_ < options_.large_in_order_overload_memory;
 }
 
+void GangQueue::SeedLargeOverload(absl::Time seen, absl::Time now) {
+  large_overload_seen_ = std::max(large_overload_seen_, std::min(seen, now));
+}
+
 bool GangQueue::Contains(absl::string_view name) const { return Find(name) != nullptr; }
 
 void GangQueue::SeedPatience(absl::string_view name, absl::Time could_start,

@@ -33,7 +33,8 @@
 //       enabled: true              # default: true in cluster mode, false standalone
 //       lease_name: topogangd      lease_namespace: <pod's namespace, else kube-system>
 //       lease_duration_ms: 15000   renew_deadline_ms: 10000   retry_period_ms: 2000
-//     queue_journal:               # cluster mode: queue seniority kept across restarts
+//     queue_journal:               # cluster mode: queue seniority (and the last large-gang
+//                                  # overload) kept across restarts
 //       enabled: true              # default: true in cluster mode (standalone: nothing to keep)
 //       configmap: topogangd-queue # in the lease namespace
 //       period_ms: 10000           # written this often when it changed, and at shutdown
@@ -64,7 +65,8 @@ struct LeaderElectionConfig {
   int64_t retry_period_ms = 2000;
 };
 
-// The ConfigMap that keeps each waiting gang's arrival (kube/queue_journal.h).
+// The ConfigMap that keeps each waiting gang's arrival and the large gangs' last overload
+// (kube/queue_journal.h).
 struct QueueJournalConfig {
   bool enabled = true;
   std::string configmap = "topogangd-queue";  // a DNS subdomain

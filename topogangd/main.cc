@@ -338,7 +338,7 @@ int Main(int argc, char** argv) {
     // Its own client with a short timeout: the read runs before this replica serves.
     journal =
         std::make_unique<QueueJournal>(std::make_shared<KubeClient>(kube_config, absl::Seconds(3)),
-                                       jo, [&ledger] { return ledger.QueueArrivals(); });
+                                       jo, [&ledger] { return ledger.QueueSnapshot(); });
   }
   // Before serving: gangs an earlier leader had queued keep their arrival.
   auto resume_queue = [&] {
@@ -347,7 +347,7 @@ int Main(int argc, char** argv) {
     if (seed.ok()) {
       ledger.SeedQueue(*seed);
       std::cerr << "topogangd: queue journal " << lease_namespace << "/"
-                << daemon.queue_journal.configmap << ": " << seed->size()
+                << daemon.queue_journal.configmap << ": " << seed->arrivals.size()
                 << " waiting gangs keep their arrival" << std::endl;
     } else {
       std::cerr << "topogangd: " << seed.status().message()

@@ -205,10 +205,10 @@ TEST(WakeTest, AGangOfOneResubmittedUnderTheSameNameDoesNotInheritWhatTheOldOneA
   f.ledger.PodDeleted(t::FinishedPod("solo-0"));
   f.clock.Advance(absl::Minutes(7));  // its queue entry goes stale at the timer's next pass
   for (absl::Time end = absl::Now() + absl::Seconds(10);
-       f.ledger.QueueArrivals().contains("default/solo") && absl::Now() < end;) {
+       f.ledger.QueueSnapshot().arrivals.contains("default/solo") && absl::Now() < end;) {
     absl::SleepFor(absl::Milliseconds(5));
   }
-  ASSERT_FALSE(f.ledger.QueueArrivals().contains("default/solo"));
+  ASSERT_FALSE(f.ledger.QueueSnapshot().arrivals.contains("default/solo"));
   (void)f.ledger.GetStats();  // waits for the worker's sweep that dropped it to end
   // A gang reserves n1 (not bound: kube-scheduler still shows it free), so the new pod, offered
   // it, waits; the reservation then expires, and the timer's pass starts the new pod there.

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/json_util.h"
 #include "tests/support/fake_apiserver.h"
 
@@ -20,6 +22,17 @@ using testing::FakeApiServer;
 using Arrivals = std::map<std::string, QueueSeniority>;
 
 const absl::Time kT0 = absl::FromUnixMillis(1764253800123);
+
+// The arrivals alone, as most tests here look at them.
+std::string EncodeArrivals(const Arrivals& a, size_t max_entries = kMaxJournalArrivals) {
+  return EncodeQueueJournal(QueueMemory{a}, max_entries);
+}
+absl::StatusOr<Arrivals> ParseArrivals(absl::string_view text, std::vector<std::string>* warnings,
+                                       size_t max_entries = kMaxJournalArrivals) {
+  auto memory = ParseQueueJournal(text, warnings, max_entries);
+  if (!memory.ok()) return memory.status();
+  return memory->arrivals;
+}
 
 TEST(QueueArrivals, RoundTripsToTheMillisecond) {
   const Arrivals a = {{"team-a/llm", {kT0}}, {"b/x\"y", {kT0 + absl::Milliseconds(1)}}};
@@ -110,6 +123,37 @@ TEST(QueueArrivals, HostileTextIsAnErrorOrASkippedEntryNeverACrash) {
   EXPECT_TRUE(ParseArrivals(R"({"version":1})", nullptr)->empty()) << "no arrivals: none kept";
 }
 
+// The large gangs' last overload (QueueMemory::large_overload_seen) travels to the minute, so an
+// overload that lasts does not change the record at every pass; bad values are dropped, never
+// the arrivals with them.
+TEST(QueueArrivals, TheLargeOverloadTravelsToTheMinuteAndABadOneIsDropped) {
+  const absl::Time minute = absl::FromUnixSeconds(1764253800);  // 14:30:00 UTC
+  QueueMemory m{{{"ns/a", {kT0}}}, minute + absl::Seconds(59)};
+  const std::string text = EncodeQueueJournal(m);
+  EXPECT_EQ(text, R"({"version":1,"large_overload_seen":1764253800000,"arrivals":{"ns/a":)"
+                  R"(1764253800123}})");
+  std::vector<std::string> warnings;
+  auto back = ParseQueueJournal(text, &warnings);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->large_overload_seen, minute);
+  EXPECT_EQ(back->arrivals, m.arrivals);
+  EXPECT_TRUE(warnings.empty());
+  EXPECT_EQ(EncodeQueueJournal(QueueMemory{m.arrivals}), EncodeArrivals(m.arrivals));
+  EXPECT_FALSE(absl::StrContains(EncodeArrivals(m.arrivals), "large_overload_seen"))
+      << "none remembered: no key, the text an older topogangd wrote";
+  for (const char* bad : {"\"soon\"", "-5", "99999999999999", "1764253800000.5", "null", "{}"}) {
+    warnings.clear();
+    back = ParseQueueJournal(absl::StrCat(R"({"version":1,"large_overload_seen":)", bad,
+                                          R"(,"arrivals":{"ns/a":1764253800123}})"),
+                             &warnings);
+    ASSERT_TRUE(back.ok()) << bad << ": " << back.status();
+    EXPECT_EQ(back->large_overload_seen, absl::InfinitePast()) << bad;
+    EXPECT_EQ(back->arrivals, m.arrivals) << bad;
+    ASSERT_EQ(warnings.size(), 1u) << bad;
+    EXPECT_TRUE(absl::StrContains(warnings[0], "large_overload_seen")) << warnings[0];
+  }
+}
+
 KubeConfig Config(const FakeApiServer& api) {
   KubeConfig kc;
   kc.server = api.url();
@@ -120,9 +164,11 @@ KubeConfig Config(const FakeApiServer& api) {
 struct JournalRig {
   FakeApiServer api;
   Arrivals queue;  // what the ledger would report
+  absl::Time overload_seen = absl::InfinitePast();
   QueueJournal journal{std::make_shared<KubeClient>(Config(api), absl::Seconds(5)),
-                       QueueJournalOptions{.name_space = "topogang-system"},
-                       [this] { return queue; }};
+                       QueueJournalOptions{.name_space = "topogang-system"}, [this] {
+                         return QueueMemory{queue, overload_seen};
+                       }};
   std::string Stored() {
     Json cm = api.GetConfigMap("topogang-system", "topogangd-queue");
     return cm.is_object() ? cm["data"].value("arrivals", "") : "";
@@ -133,7 +179,8 @@ TEST(QueueJournalTest, CreatesUpdatesAndSkipsUnchangedWrites) {
   JournalRig rig;
   auto none = rig.journal.Load();
   ASSERT_TRUE(none.ok()) << none.status();
-  EXPECT_TRUE(none->empty()) << "no record yet";
+  EXPECT_TRUE(none->arrivals.empty()) << "no record yet";
+  EXPECT_EQ(none->large_overload_seen, absl::InfinitePast());
   rig.queue = {{"ns/a", {kT0}}};
   ASSERT_TRUE(rig.journal.Flush().ok());
   EXPECT_EQ(rig.api.configmap_requests("POST"), 1);
@@ -150,10 +197,31 @@ TEST(QueueJournalTest, CreatesUpdatesAndSkipsUnchangedWrites) {
   // A new leader reads it back.
   QueueJournal next(std::make_shared<KubeClient>(Config(rig.api), absl::Seconds(5)),
                     QueueJournalOptions{.name_space = "topogang-system"},
-                    [] { return Arrivals{}; });
+                    [] { return QueueMemory{}; });
   auto loaded = next.Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_EQ(*loaded, rig.queue);
+  EXPECT_EQ(loaded->arrivals, rig.queue);
+}
+
+TEST(QueueJournalTest, TheLargeOverloadIsWrittenOncePerMinuteAndANewLeaderReadsIt) {
+  JournalRig rig;
+  rig.queue = {{"ns/a", {kT0}}};
+  const absl::Time minute = absl::FromUnixSeconds(1764253800);
+  rig.overload_seen = minute + absl::Seconds(5);
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  rig.overload_seen = minute + absl::Seconds(50);  // the overload goes on, pass after pass
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  EXPECT_EQ(rig.api.configmap_requests("PUT"), 0) << "the same minute: nothing to write";
+  rig.overload_seen = minute + absl::Seconds(65);
+  ASSERT_TRUE(rig.journal.Flush().ok());
+  EXPECT_EQ(rig.api.configmap_requests("PUT"), 1);
+  QueueJournal next(std::make_shared<KubeClient>(Config(rig.api), absl::Seconds(5)),
+                    QueueJournalOptions{.name_space = "topogang-system"},
+                    [] { return QueueMemory{}; });
+  auto loaded = next.Load();
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->large_overload_seen, minute + absl::Minutes(1));
+  EXPECT_EQ(loaded->arrivals, rig.queue);
 }
 
 TEST(QueueJournalTest, AnotherWriterConflictsOnceThenTheLeaderWritesOverIt) {
@@ -185,7 +253,7 @@ TEST(QueueJournalTest, ARecordThatIsNotOursIsAnErrorOnLoadAndIsReplaced) {
   EXPECT_EQ(rig.Stored(), EncodeArrivals(rig.queue));
   auto loaded = rig.journal.Load();
   ASSERT_TRUE(loaded.ok()) << loaded.status();
-  EXPECT_EQ(*loaded, rig.queue);
+  EXPECT_EQ(loaded->arrivals, rig.queue);
 }
 
 TEST(QueueJournalTest, AnOutageIsAnErrorAndTheNextWriteCatchesUp) {

@@ -234,6 +234,50 @@ TEST_F(Replicas, AWaitingGangKeepsItsPlaceInTheQueueAcrossAFailover) {
   EXPECT_NE(filter(port_b, "old", {"n1", "n2"}), "");
 }
 
+// The large gangs' overload (QueueOptions::large_in_order_overload_backlog) survives a failover
+// too: the next leader keeps the share rule for the rest of the memory instead of starting "not
+// overloaded", though no gang has asked it anything yet.
+TEST_F(Replicas, TheLargeGangsOverloadSurvivesAFailover) {
+  std::ofstream(dir_ / "config.yaml") << R"(topology: {preset: topograph}
+daemon:
+  hold_min_gpus: 16
+  large_gangs_in_order: true
+  large_in_order_min_share: 0.125
+  large_in_order_overload_backlog: 0.5
+  leader_election:
+    lease_namespace: topogang-system
+    lease_duration_ms: 20000
+    renew_deadline_ms: 800
+    retry_period_ms: 50
+)";
+  api_.PutNode(testing::MakeNode("n2", 8, {}));
+  api_.PutPod(testing::RunningPod("busy", 8, "n1"));
+  auto overload = [](int port) { return Metrics(port).Get("topogang_queue_large_overload"); };
+  const int port_a = PickFreePort();
+  pid_t a = Start("replica-a", port_a);
+  ASSERT_GT(a, 0);
+  ASSERT_TRUE(api_.WaitFor([&] { return ReadyStatus(port_a) == 200; }));
+  EXPECT_EQ(overload(port_a), 0);
+  // 16 GPUs wait, above half of the cluster's 16.
+  EXPECT_EQ(FilterPassed(port_a, testing::FilterBody(
+                                     testing::MakePod(testing::GangPod("big", 2, 0, 8)), {"n2"})),
+            "");
+  EXPECT_EQ(overload(port_a), 1);
+  kill(a, SIGTERM);
+  EXPECT_EQ(WaitExit(a, absl::Seconds(10)), 0);
+  Forget(a);
+  Json cm = api_.GetConfigMap("topogang-system", "topogangd-queue");
+  ASSERT_TRUE(cm.is_object());
+  EXPECT_TRUE(absl::StrContains(cm["data"].value("arrivals", ""), "\"large_overload_seen\":"))
+      << cm["data"].dump();
+
+  const int port_b = PickFreePort();
+  pid_t b = Start("replica-b", port_b);
+  ASSERT_GT(b, 0);
+  ASSERT_TRUE(api_.WaitFor([&] { return ReadyStatus(port_b) == 200; }));
+  EXPECT_EQ(overload(port_b), 1) << "the record, not a backlog: nothing has asked b yet";
+}
+
 TEST(TopogangdLeaderFlagsTest, BadFlagsAndStandaloneElectionAreRejected) {
   const std::string cluster = testing::SourceDir() + "/examples/clusters/lab-64.yaml";
   for (const std::vector<std::string>& args :

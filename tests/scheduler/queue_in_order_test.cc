@@ -299,6 +299,27 @@ TEST_F(LargeGangsInOrder, AGangThatCouldNeverStartIsNoPartOfTheBacklog) {
   EXPECT_FALSE(q.LargeGangsOverload(t_ + absl::Minutes(11) + absl::Hours(1)));
 }
 
+// A new leader resumes the earlier one's memory (GangQueue::SeedLargeOverload, kept by
+// kube/queue_journal.h). Unseeded, the same queue stops `small` behind `old`
+// (WhileLargeGangsDoNotOverloadTheClusterASmallerGangOfTheShareWaitsToo).
+TEST_F(LargeGangsInOrder, ALeaderSeededWithTheLastOverloadKeepsTheShareRuleForItsMemory) {
+  GangQueue q(WithOverloadBacklog(1.0));  // old alone (32 of 48 GPUs) is no overload
+  q.SeedLargeOverload(t_ - absl::Minutes(19), t_);
+  EXPECT_EQ(OldThenYoung(q, absl::Minutes(11), qt::Gang("small", 1, 8)),
+            (std::vector<std::string>{"small"}));
+  EXPECT_EQ(q.large_overload_seen(), t_ - absl::Minutes(19)) << "no pass of its own saw one";
+  EXPECT_TRUE(q.LargeGangsOverload(t_ + absl::Minutes(40)));
+  EXPECT_FALSE(q.LargeGangsOverload(t_ + absl::Minutes(41))) << "the hour ran out";
+  // A time from the future (skewed clocks, an edited record) counts as now: one memory at most.
+  GangQueue skewed(WithOverloadBacklog(1.0));
+  skewed.SeedLargeOverload(t_ + absl::Hours(100), t_);
+  EXPECT_TRUE(skewed.LargeGangsOverload(t_ + absl::Minutes(59)));
+  EXPECT_FALSE(skewed.LargeGangsOverload(t_ + absl::Minutes(60)));
+  // An older record does not replace a later overload this leader knows of.
+  skewed.SeedLargeOverload(t_ - absl::Hours(5), t_);
+  EXPECT_EQ(skewed.large_overload_seen(), t_);
+}
+
 TEST_F(LargeGangsInOrder, WithNoMemoryTheOverloadFollowsTheLastPass) {
   QueueOptions o = WithOverloadBacklog(0.9);  // 43.2 of 48 GPUs
   o.large_in_order_overload_memory = absl::ZeroDuration();
