@@ -97,10 +97,13 @@ class Replicas : public ::testing::Test {
            absl::StrCat("topogang-leader-", ::getpid(), "-", rand());
     std::filesystem::create_directories(dir_);
     api_.PutNode(testing::MakeNode("n1", 8, {}));
+    WriteConfig();
+  }
+  // `daemon_keys`: more lines of the daemon section, each indented by two spaces.
+  void WriteConfig(const std::string& daemon_keys = "") {
     // A long lease: a handover faster than it comes from the release, not from expiry.
-    std::ofstream(dir_ / "config.yaml") << R"(topology: {preset: topograph}
-daemon:
-  leader_election:
+    std::ofstream(dir_ / "config.yaml") << "topology: {preset: topograph}\ndaemon:\n"
+                                        << daemon_keys << R"(  leader_election:
     lease_namespace: topogang-system
     lease_duration_ms: 20000
     renew_deadline_ms: 800
@@ -238,18 +241,9 @@ TEST_F(Replicas, AWaitingGangKeepsItsPlaceInTheQueueAcrossAFailover) {
 // too: the next leader keeps the share rule for the rest of the memory instead of starting "not
 // overloaded", though no gang has asked it anything yet.
 TEST_F(Replicas, TheLargeGangsOverloadSurvivesAFailover) {
-  std::ofstream(dir_ / "config.yaml") << R"(topology: {preset: topograph}
-daemon:
-  hold_min_gpus: 16
-  large_gangs_in_order: true
-  large_in_order_min_share: 0.125
-  large_in_order_overload_backlog: 0.5
-  leader_election:
-    lease_namespace: topogang-system
-    lease_duration_ms: 20000
-    renew_deadline_ms: 800
-    retry_period_ms: 50
-)";
+  WriteConfig(
+      "  hold_min_gpus: 16\n  large_gangs_in_order: true\n  large_in_order_min_share: 0.125\n"
+      "  large_in_order_overload_backlog: 0.5\n");
   api_.PutNode(testing::MakeNode("n2", 8, {}));
   api_.PutPod(testing::RunningPod("busy", 8, "n1"));
   auto overload = [](int port) { return Metrics(port).Get("topogang_queue_large_overload"); };
