@@ -10,9 +10,9 @@
 // A gang with no patience started is written as a bare number, as before patience starts were
 // kept (2026-11-28), so an older topogangd still reads those; it skips the others, with a warning.
 // The large gangs' last overload (QueueMemory::large_overload_seen), when there was one, is a
-// top-level "large_overload_seen" in Unix milliseconds, floored to the minute: an overload that
-// lasts would otherwise change the record, and rewrite up to 900 KiB of it, every period. An older
-// topogangd ignores the key.
+// top-level "large_overload_seen" in Unix milliseconds, floored to the minute (GangQueue hands it
+// on coarser still, so that a lasting overload does not rewrite up to 900 KiB every period). An
+// older topogangd ignores the key.
 #pragma once
 
 #include <cstddef>

@@ -66,7 +66,18 @@ bool GangQueue::LargeGangsOverload(absl::Time now) const {
          now - large_overload_seen_ < options_.large_in_order_overload_memory;
 }
 
+absl::Time GangQueue::large_overload_seen() const {
+  const absl::Duration memory = options_.large_in_order_overload_memory;
+  if (options_.large_in_order_overload_backlog <= 0 || memory <= absl::ZeroDuration() ||
+      large_overload_seen_ == absl::InfinitePast()) {
+    return absl::InfinitePast();
+  }
+  const absl::Duration step = std::max(absl::Minutes(1), memory / 100);
+  return absl::UnixEpoch() + absl::Floor(large_overload_seen_ - absl::UnixEpoch(), step);
+}
+
 void GangQueue::SeedLargeOverload(absl::Time seen, absl::Time now) {
+  if (options_.large_in_order_overload_backlog <= 0) return;
   large_overload_seen_ = std::max(large_overload_seen_, std::min(seen, now));
 }
 

@@ -228,11 +228,15 @@ class GangQueue {
   // GPUs, after the last pass or within large_in_order_overload_memory before `now` (always
   // true with the option off; memory 0: the last pass only).
   bool LargeGangsOverload(absl::Time now) const;
-  // The last pass that found them overloading it (InfinitePast: none), for the next leader.
-  absl::Time large_overload_seen() const { return large_overload_seen_; }
-  // Resumes an earlier leader's memory of that pass. A time after `now` (clocks skewed between
-  // replicas, an edited record) counts as `now`, so a bad record keeps the share rule for one
-  // large_in_order_overload_memory at most.
+  // The last pass that found them overloading it, for the next leader (kube/queue_journal.h),
+  // rounded down to a hundredth of the memory and at least a minute: a lasting overload then
+  // changes the journal, up to 900 KiB a write, every half hour at the 48-hour default instead of
+  // at every pass, and the next leader's memory ends at most that much early. InfinitePast when
+  // none was seen, or when the switch is off or has no memory past the last pass.
+  absl::Time large_overload_seen() const;
+  // Resumes an earlier leader's memory of that pass (ignored with the switch off). A time after
+  // `now` (clocks skewed between replicas, an edited record) counts as `now`, so a bad record
+  // keeps the share rule for one large_in_order_overload_memory at most.
   void SeedLargeOverload(absl::Time seen, absl::Time now);
   // The earliest time after `now` at which Schedule may start something without any other
   // change: a gang's locality or thin-side patience runs out, a large gang turns starved, or a

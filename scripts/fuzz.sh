@@ -42,6 +42,7 @@ printf '\x04\x00{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCred
 printf '\x02\x00{"Pod":{},"NodeNameToMetaVictims":{"n":{"Pods":[{"UID":"u"}],"NumPDBViolations":1}}}' > "$wcorpus/preempt"
 printf '\x06\x03{"version":1,"arrivals":{"team/llm":1764253800123,"b/x":1764253800124}}' > "$wcorpus/journal"
 printf '\x06\x03{"version":1,"arrivals":{"team/llm":{"at":1764253800123,"could_start":1764253900000,"thin_since":1764254000000},"b/x":1764253800124}}' > "$wcorpus/journal-patience"
+printf '\x06\x03{"version":1,"large_overload_seen":1764253830123,"arrivals":{"a/b":1764253800123}}' > "$wcorpus/journal-overload"
 "$B/bin/wire_fuzz" -max_total_time="${FUZZ_SECONDS:-60}" -max_len=65536 "$wcorpus"
 fi
 

@@ -28,6 +28,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "api/grpc_config.h"
 #include "api/grpc_server.h"
 #include "common/args.h"
@@ -349,6 +350,10 @@ int Main(int argc, char** argv) {
       std::cerr << "topogangd: queue journal " << lease_namespace << "/"
                 << daemon.queue_journal.configmap << ": " << seed->arrivals.size()
                 << " waiting gangs keep their arrival" << std::endl;
+      if (seed->large_overload_seen != absl::InfinitePast()) {
+        std::cerr << "topogangd: queue journal: the large gangs last overloaded the cluster at "
+                  << absl::FormatTime(seed->large_overload_seen) << std::endl;
+      }
     } else {
       std::cerr << "topogangd: " << seed.status().message()
                 << "; waiting gangs queue from their next filter" << std::endl;

@@ -138,10 +138,11 @@ TEST(QueueArrivals, TheLargeOverloadTravelsToTheMinuteAndABadOneIsDropped) {
   EXPECT_EQ(back->large_overload_seen, minute);
   EXPECT_EQ(back->arrivals, m.arrivals);
   EXPECT_TRUE(warnings.empty());
-  EXPECT_EQ(EncodeQueueJournal(QueueMemory{m.arrivals}), EncodeArrivals(m.arrivals));
-  EXPECT_FALSE(absl::StrContains(EncodeArrivals(m.arrivals), "large_overload_seen"))
+  EXPECT_EQ(EncodeQueueJournal(QueueMemory{m.arrivals}),
+            R"({"version":1,"arrivals":{"ns/a":1764253800123}})")
       << "none remembered: no key, the text an older topogangd wrote";
-  for (const char* bad : {"\"soon\"", "-5", "99999999999999", "1764253800000.5", "null", "{}"}) {
+  for (const char* bad : {"\"soon\"", "-5", "946684799999", "99999999999999", "1764253800000.5",
+                          "null", "{}", "true"}) {
     warnings.clear();
     back = ParseQueueJournal(absl::StrCat(R"({"version":1,"large_overload_seen":)", bad,
                                           R"(,"arrivals":{"ns/a":1764253800123}})"),

@@ -318,6 +318,34 @@ TEST_F(LargeGangsInOrder, ALeaderSeededWithTheLastOverloadKeepsTheShareRuleForIt
   // An older record does not replace a later overload this leader knows of.
   skewed.SeedLargeOverload(t_ - absl::Hours(5), t_);
   EXPECT_EQ(skewed.large_overload_seen(), t_);
+  // With the switch off a record changes nothing, and none is handed on.
+  GangQueue off(WithOverloadBacklog(0));
+  off.SeedLargeOverload(t_, t_);
+  EXPECT_EQ(off.large_overload_seen(), absl::InfinitePast());
+}
+
+// What a leader hands on: rounded down to a hundredth of the memory (at least a minute), so a
+// lasting overload rewrites the journal rarely; nothing when the memory ends with the last pass.
+TEST_F(LargeGangsInOrder, TheHandedOnOverloadIsRoundedToAHundredthOfTheMemory) {
+  QueueOptions o = WithOverloadBacklog(0.5);  // 24 of 48 GPUs: old's 32 are an overload
+  o.large_in_order_overload_memory = absl::Hours(48);
+  GangQueue q(o);
+  ASSERT_TRUE(q.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  const absl::Time pass = t_ + absl::Hours(3) + absl::Minutes(40);
+  EXPECT_TRUE(q.Schedule(s_, pass).empty());
+  // 3 h 40 min after the epoch is 7.6 steps of 28.8 minutes: it is handed on as the 7th.
+  EXPECT_EQ(q.large_overload_seen(), t_ + 7 * absl::Minutes(28.8));
+  o.large_in_order_overload_memory = absl::Minutes(30);
+  GangQueue short_memory(o);
+  short_memory.SeedLargeOverload(t_ + absl::Seconds(90), pass);
+  EXPECT_EQ(short_memory.large_overload_seen(), t_ + absl::Minutes(1)) << "a minute at least";
+  o.large_in_order_overload_memory = absl::ZeroDuration();
+  GangQueue no_memory(o);
+  ASSERT_TRUE(no_memory.Enqueue(qt::Gang("old", 4, 8), t_).ok());
+  EXPECT_TRUE(no_memory.Schedule(s_, pass).empty());
+  EXPECT_TRUE(no_memory.LargeGangsOverload(pass));
+  EXPECT_EQ(no_memory.large_overload_seen(), absl::InfinitePast())
+      << "the next leader's first pass knows as much";
 }
 
 TEST_F(LargeGangsInOrder, WithNoMemoryTheOverloadFollowsTheLastPass) {
