@@ -149,7 +149,7 @@ struct QueueOptions {
   // 0: always the share rule. 0.7 with 48 h was the first setting to leave no simulated
   // (cluster, load) cell behind a baseline beyond its 95 % interval (docs/placement-quality.md,
   // "Large gangs in order while they do not overload, and ten fresh seeds"); 1.0 lost p95 JCT
-  // at 2x. Over ten fresh seeds it is still behind in 4 of 10 cells (the same section).
+  // at 2x. Over 30 seeds it is still behind in 4 of 20 cells ("Ten more fresh seeds").
   double large_in_order_overload_backlog = 0;
   absl::Duration large_in_order_overload_memory = absl::Hours(48);
 
