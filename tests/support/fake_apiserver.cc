@@ -413,6 +413,16 @@ void FakeApiServer::ReleaseHungLocked() {
   hung_.clear();
 }
 
+void FakeApiServer::ThrottleBindings(int n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bindings_to_throttle_ = n;
+}
+
+int FakeApiServer::throttled_bindings() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return throttled_bindings_;
+}
+
 void FakeApiServer::SetBindingHook(
     std::function<void(const std::string& ns, const std::string& name)> hook) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -816,9 +826,27 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
       if (parts.size() == 7 && parts[6] == "binding" && req.method() == methods::POST) {
         Json b = Json::parse(body, nullptr, false);
         std::function<void(const std::string&, const std::string&)> hook;
+        bool throttled = false;
         {
           std::lock_guard<std::mutex> lock(mu_);
           hook = binding_hook_;
+          if (bindings_to_throttle_ > 0) {
+            --bindings_to_throttle_;
+            ++throttled_bindings_;
+            throttled = true;
+          }
+        }
+        if (throttled) {
+          http_response r(web::http::status_codes::TooManyRequests);
+          r.headers().add("Retry-After", "1");
+          r.set_body("Too many requests, please try again later.\n", "text/plain; charset=utf-8");
+          req.reply(r).then([](pplx::task<void> t) {
+            try {
+              t.get();
+            } catch (...) {
+            }
+          });
+          return;
         }
         if (hook) hook(ns, parts[5]);
         std::lock_guard<std::mutex> lock(mu_);

@@ -2,7 +2,7 @@
 // Pod lists with metadata.resourceVersion, chunked watch streams of newline-delimited
 // {"type","object"} events (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR), 410 Gone for compacted
 // resourceVersions, dropped connections, the pods/binding subresource (201, 409 when already
-// bound), Event creation, and coordination.k8s.io/v1 Leases (GET/POST/PUT with optimistic
+// bound, 429 as priority and fairness refuses it), Event creation, and coordination.k8s.io/v1 Leases (GET/POST/PUT with optimistic
 // concurrency, plus outages and garbage records for the leader-election tests), and custom
 // resources (PodGroups, JobSets, ...) with discovery (/apis/<group>/<version>), list and watch,
 // and the review APIs the gRPC front end asks about its callers: TokenReview (tokens it knows,
@@ -74,6 +74,11 @@ class FakeApiServer {
   // Runs before each pods/binding POST is handled (no lock held): tests delete or replace the pod
   // here, between the binder's read and its binding. Gets the pod's namespace and name.
   void SetBindingHook(std::function<void(const std::string& ns, const std::string& name)> hook);
+  // The next `n` pods/binding POSTs are refused the way API Priority and Fairness refuses a
+  // request it will not queue: 429, `Retry-After: 1` and a plain-text body, not a Status
+  // (staging/src/k8s.io/apiserver/pkg/server/filters/priority-and-fairness.go, tooManyRequests).
+  void ThrottleBindings(int n);
+  int throttled_bindings();  // refused so far
   // Runs before each list of nodes or pods is served (no lock held): tests change objects here,
   // between a watch's end and the relist, where no watch reports them. Gets "nodes" or "pods".
   void SetListHook(std::function<void(const std::string& kind)> hook);
@@ -228,6 +233,7 @@ class FakeApiServer {
   std::vector<std::shared_ptr<void>> hung_;  // requests left unanswered (kHang)
   std::function<void(const std::string&)> lease_hook_;
   std::function<void(const std::string&, const std::string&)> binding_hook_;
+  int bindings_to_throttle_ = 0, throttled_bindings_ = 0;
   std::function<void(const std::string&)> list_hook_;
   std::map<std::string, int> lease_requests_;
   std::vector<std::string> lease_holders_;
