@@ -11,28 +11,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/kubesched/daemon_harness.h"
+#include "tests/kubesched/two_leaf_cluster.h"
 
 namespace topogang::kubesched {
 namespace {
 
-std::string NodeName(int i) { return absl::StrCat("gpu-node-", i); }
-std::string LeafOf(const std::string& node) {
-  return std::stoi(node.substr(9)) < 4 ? "leaf-0" : "leaf-1";
-}
-
-// 8 nodes x 8 GPUs, two leaves of four.
-Json Node(int i) {
-  Json n = topogang::testing::MakeNode(NodeName(i), 8,
-                                       {{"network.topology.nvidia.com/spine", "spine-0"},
-                                        {"network.topology.nvidia.com/leaf", LeafOf(NodeName(i))}});
-  n["status"]["allocatable"]["pods"] = "110";
-  return n;
-}
+using testing::TwoLeafLeafOf;
+using testing::TwoLeafNode;
 
 class ApfThrottleEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 8; ++i) api.PutNode(Node(i));
+    for (int i = 0; i < 8; ++i) api.PutNode(TwoLeafNode(i));
     StartAll();
   }
   std::set<std::string> Nodes(const std::vector<std::string>& pods) {
@@ -60,9 +50,9 @@ TEST_F(ApfThrottleEndToEnd, RefusedBindingsAreRetriedOntoTheGangsOwnNodes) {
   const std::set<std::string> first_nodes = Nodes(first), second_nodes = Nodes(second);
   ASSERT_EQ(first_nodes.size(), 4u);
   ASSERT_EQ(second_nodes.size(), 4u);
-  const std::string leaf = LeafOf(*first_nodes.begin());
-  for (const std::string& n : first_nodes) EXPECT_EQ(LeafOf(n), leaf) << n;
-  for (const std::string& n : second_nodes) EXPECT_NE(LeafOf(n), leaf) << n;
+  const std::string leaf = TwoLeafLeafOf(*first_nodes.begin());
+  for (const std::string& n : first_nodes) EXPECT_EQ(TwoLeafLeafOf(n), leaf) << n;
+  for (const std::string& n : second_nodes) EXPECT_NE(TwoLeafLeafOf(n), leaf) << n;
   EXPECT_NE(topogangd.Log().find("HTTP 429"), std::string::npos) << topogangd.LogTail(30);
 }
 

@@ -10,30 +10,19 @@
 
 #include "absl/strings/str_cat.h"
 #include "tests/kubesched/daemon_harness.h"
+#include "tests/kubesched/two_leaf_cluster.h"
 
 namespace topogang::kubesched {
 namespace {
 
 using testing::GangPod;
-
-std::string NodeName(int i) { return absl::StrCat("gpu-node-", i); }
-std::string LeafOf(const std::string& node) {
-  return std::stoi(node.substr(9)) < 4 ? "leaf-0" : "leaf-1";
-}
-
-// 8 nodes x 8 GPUs, two leaves of four.
-Json Node(int i) {
-  Json n = topogang::testing::MakeNode(NodeName(i), 8,
-                                       {{"network.topology.nvidia.com/spine", "spine-0"},
-                                        {"network.topology.nvidia.com/leaf", LeafOf(NodeName(i))}});
-  n["status"]["allocatable"]["pods"] = "110";
-  return n;
-}
+using testing::TwoLeafLeafOf;
+using testing::TwoLeafNode;
 
 class ElasticEndToEnd : public testing::EmulatedDaemonTest {
  protected:
   void SetUp() override {
-    for (int i = 0; i < 8; ++i) api.PutNode(Node(i));
+    for (int i = 0; i < 8; ++i) api.PutNode(TwoLeafNode(i));
     StartAll();
   }
   std::set<std::string> BoundNodes(const std::string& gang, int size) {
@@ -51,7 +40,7 @@ TEST_F(ElasticEndToEnd, StartsWithItsMinimumAndGrowsInsideItsLeafOnly) {
   for (int m = 0; m < 4; ++m) api.PutPod(GangPod(absl::StrCat("big-", m), "big", 4, 8));
   ASSERT_TRUE(emu->WaitFor([&] { return BoundNodes("big", 4).size() == 4; }, absl::Seconds(20)))
       << topogangd.LogTail(30);
-  const std::string big_leaf = LeafOf(*BoundNodes("big", 4).begin());
+  const std::string big_leaf = TwoLeafLeafOf(*BoundNodes("big", 4).begin());
   // "el": 8 x 8, min-members 2, all pods created at once.
   for (int m = 0; m < 8; ++m) {
     Json p = GangPod(absl::StrCat("el-", m), "el", 8, 8);
@@ -61,7 +50,7 @@ TEST_F(ElasticEndToEnd, StartsWithItsMinimumAndGrowsInsideItsLeafOnly) {
   // It fills the free leaf: 4 members, all there.
   ASSERT_TRUE(emu->WaitFor([&] { return BoundNodes("el", 8).size() == 4; }, absl::Seconds(20)))
       << topogangd.LogTail(30);
-  for (const std::string& n : BoundNodes("el", 8)) EXPECT_NE(LeafOf(n), big_leaf) << n;
+  for (const std::string& n : BoundNodes("el", 8)) EXPECT_NE(TwoLeafLeafOf(n), big_leaf) << n;
   EXPECT_NE(topogangd.Log().find("elastic gang default/el grows to"), std::string::npos)
       << topogangd.LogTail(30);
   // "big" finishes: its leaf is free, but "el" started in the other one and does not spread.
@@ -84,7 +73,7 @@ TEST_F(ElasticEndToEnd, StartsWithItsMinimumAndGrowsInsideItsLeafOnly) {
       absl::Seconds(20)))
       << "the pending members were not tried again";
   EXPECT_EQ(BoundNodes("el", 8).size(), 4u);
-  for (const std::string& n : BoundNodes("el", 8)) EXPECT_NE(LeafOf(n), big_leaf) << n;
+  for (const std::string& n : BoundNodes("el", 8)) EXPECT_NE(TwoLeafLeafOf(n), big_leaf) << n;
 }
 
 }  // namespace
