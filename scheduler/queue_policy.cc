@@ -62,13 +62,13 @@ absl::Time GangQueue::NextDeadline(absl::Time now) const {
 }
 
 bool GangQueue::LargeGangsOverload(absl::Time now) const {
-  return options_.large_in_order_overload_backlog <= 0 || large_overload_last_pass_ ||
+  return !options_.LargeOverloadSwitch() || large_overload_last_pass_ ||
          now - large_overload_seen_ < options_.large_in_order_overload_memory;
 }
 
 absl::Time GangQueue::large_overload_seen() const {
   const absl::Duration memory = options_.large_in_order_overload_memory;
-  if (options_.large_in_order_overload_backlog <= 0 || memory <= absl::ZeroDuration() ||
+  if (!options_.LargeOverloadSwitch() || memory <= absl::ZeroDuration() ||
       large_overload_seen_ == absl::InfinitePast()) {
     return absl::InfinitePast();
   }
@@ -77,7 +77,7 @@ absl::Time GangQueue::large_overload_seen() const {
 }
 
 void GangQueue::SeedLargeOverload(absl::Time seen, absl::Time now) {
-  if (options_.large_in_order_overload_backlog <= 0) return;
+  if (!options_.LargeOverloadSwitch()) return;
   large_overload_seen_ = std::max(large_overload_seen_, std::min(seen, now));
 }
 
@@ -337,7 +337,7 @@ std::vector<std::string> GangQueue::Schedule(GangScheduler& sched, absl::Time no
     }
   }
   waiting_ = std::move(kept);
-  if (options_.large_in_order_overload_backlog > 0) {
+  if (options_.LargeOverloadSwitch()) {
     int64_t backlog = 0;  // GPUs the large gangs still waiting ask for
     for (const Entry& e : waiting_) {
       // One that could never start is no load: it would keep the cluster "overloaded" forever.

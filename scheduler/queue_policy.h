@@ -226,7 +226,7 @@ class GangQueue {
   // Whether the large gangs overload the cluster: the gangs of hold_min_gpus or more still
   // waiting after a Schedule pass asked for more than large_in_order_overload_backlog of its
   // GPUs, after the last pass or within large_in_order_overload_memory before `now` (always
-  // true with the option off; memory 0: the last pass only).
+  // true with the switch not in use, LargeOverloadSwitch; memory 0: the last pass only).
   bool LargeGangsOverload(absl::Time now) const;
   // The last pass that found them overloading it, for the next leader (kube/queue_journal.h),
   // rounded down to a hundredth of the memory and at least a minute: a lasting overload then
