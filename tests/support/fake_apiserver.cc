@@ -86,15 +86,20 @@ Json MakeNode(const std::string& name, int gpus, const std::map<std::string, std
 
 namespace {
 
-void ReplyJson(http_request req, int code, const Json& body) {
-  http_response r(static_cast<web::http::status_code>(code));
-  r.set_body(DumpJson(body), "application/json");
+// Sends `r`; a client that hung up meanwhile is no error here.
+void Send(http_request req, const http_response& r) {
   req.reply(r).then([](pplx::task<void> t) {
     try {
       t.get();
     } catch (...) {
     }
   });
+}
+
+void ReplyJson(http_request req, int code, const Json& body) {
+  http_response r(static_cast<web::http::status_code>(code));
+  r.set_body(DumpJson(body), "application/json");
+  Send(req, r);
 }
 
 Json StatusJson(int code, const std::string& reason, const std::string& msg) {
@@ -553,12 +558,7 @@ void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& p
     if (!it->second.raw.empty()) {
       http_response r(status_codes::OK);
       r.set_body(it->second.raw, "application/json");
-      req.reply(r).then([](pplx::task<void> t) {
-        try {
-          t.get();
-        } catch (...) {
-        }
-      });
+      Send(req, r);
       return;
     }
     return ReplyJson(req, 200, it->second.obj);
@@ -840,12 +840,7 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
           http_response r(web::http::status_codes::TooManyRequests);
           r.headers().add("Retry-After", "1");
           r.set_body("Too many requests, please try again later.\n", "text/plain; charset=utf-8");
-          req.reply(r).then([](pplx::task<void> t) {
-            try {
-              t.get();
-            } catch (...) {
-            }
-          });
+          Send(req, r);
           return;
         }
         if (hook) hook(ns, parts[5]);
