@@ -55,6 +55,10 @@ of its placement (communication model, docs/placement-quality.md).
   --spares N              spare nodes per domain for +spares (default 1)
   --spare-tier T          the tier spares are counted in (default: the one above the nodes)
   --elastic-resize-cost S seconds an elastic job pauses when it grows (default 60)
+  --bind-pods-per-s R     a started gang runs only once kube-scheduler's one loop has bound
+                          its pods at R pods/s, behind earlier starts' pods (default 0: at once)
+  --bind-retry-s S        with --bind-pods-per-s: seconds before a started gang's first pod is
+                          tried (its backoff; default 10, podMaxBackoffSeconds)
   --slow-factor F         how much slower a job with a member on a slow node (@slow) runs
                           (default 1.5); topogang+avoid-slow keeps gangs of 64+ GPUs off them
   --out DIR               write summary.csv, jobs-<policy>.csv, jct-cdf.svg, occupancy.svg
@@ -255,6 +259,8 @@ int RunSimulate(int argc, char** argv) {
                          "spares",
                          "spare-tier",
                          "elastic-resize-cost",
+                         "bind-pods-per-s",
+                         "bind-retry-s",
                          "high-priority-share",
                          "high-priority-min-gpus",
                          "elastic-share",
@@ -356,8 +362,8 @@ int RunSimulate(int argc, char** argv) {
     q_queue_order = order == "smallest" ? 1 : 0;
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
-      trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, hi_share,
-      hi_min, el_share, slow_share, slow_factor, tier_wait, bound_wait;
+      trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, bind_rate,
+      bind_retry, hi_share, hi_min, el_share, slow_share, slow_factor, tier_wait, bound_wait;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
       !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
@@ -393,6 +399,8 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "max-job-gpus", 0, 0, 1e7, &max_gpus) ||
       !ParseDouble(*args, "spares", 1, 1, 1e6, &spares) ||
       !ParseDouble(*args, "elastic-resize-cost", 60, 0, 1e7, &resize_cost) ||
+      !ParseDouble(*args, "bind-pods-per-s", 0, 0, 1e6, &bind_rate) ||
+      !ParseDouble(*args, "bind-retry-s", 10, 0, 3600, &bind_retry) ||
       !ParseDouble(*args, "high-priority-share", 0, 0, 1, &hi_share) ||
       !ParseDouble(*args, "high-priority-min-gpus", 64, 1, 1e7, &hi_min) ||
       !ParseDouble(*args, "elastic-share", 0, 0, 1, &el_share) ||
@@ -556,6 +564,8 @@ int RunSimulate(int argc, char** argv) {
   opt.spares_per_domain = static_cast<int>(spares);
   opt.spare_tier = args->Get("spare-tier", "");
   opt.elastic_resize_s = resize_cost;
+  opt.bind_pods_per_s = bind_rate;
+  opt.bind_retry_s = bind_retry;
   opt.slow_factor = slow_factor;
   opt.queue.starvation_s = q_starve < 0 ? -1 : q_starve * 60;
   opt.queue.hold_min_gpus = static_cast<int>(q_min);

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/placement.h"
+#include "sim/bind_line.h"
 #include "sim/comm_model.h"
 #include "sim/network_model.h"
 #include "sim/policy.h"
@@ -237,6 +238,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
 
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> pq;
   long seq = 0;
+  BindLine binds(opt.bind_pods_per_s, opt.bind_retry_s);
   double window = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     window = std::max(window, jobs[i].trace->arrival_s);
@@ -469,8 +471,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       }
     }
     for (Started& s : policy.Schedule(now)) {
-      res.jobs[s.job].start = now;
-      start_job(s.job, s.members);
+      // Its GPUs are taken now; it runs (and counts as started) once its pods are bound.
+      const double bind = binds.Delay(now, static_cast<int>(s.members.size()));
+      res.jobs[s.job].start = now + bind;
+      start_job(s.job, s.members, bind);
     }
     for (int j : policy.TakePreempted()) {
       stop_progress(j);

@@ -68,6 +68,11 @@ struct SimOptions {
   // Seconds an elastic job makes no progress after it grows (its launcher re-forms the group
   // from a checkpoint taken for the resize, so no work is lost).
   double elastic_resize_s = 60;
+  // kube-scheduler's binding time (sim/bind_line.h): a started gang runs, and counts as
+  // started, once its pods are bound at this many pods/s behind those of earlier starts, the
+  // first retried after bind_retry_s. 0: at once. Applies to every policy of the run.
+  double bind_pods_per_s = 0;
+  double bind_retry_s = 10;
 };
 
 // The gangs the policies see for the trace's jobs (name, shape, tiers, GPU model, priority, and

@@ -152,6 +152,38 @@ TEST(SimulateCli, BadQueueFlagValuesAreErrorsNotAbortsOrDefaults) {
   }
 }
 
+TEST(SimulateCli, BindTimeIsCheckedAndDelaysEveryStart) {
+  const std::string base =
+      "simulate --cluster " + Lab() + " --generate 50 --seed 2 --policy topogang ";
+  for (const char* flag : {"--bind-pods-per-s -1", "--bind-pods-per-s fast", "--bind-retry-s 4000",
+                           "--bind-retry-s -2"}) {
+    CliResult r = Topogang(base + flag);
+    EXPECT_EQ(r.code, 2) << flag << ": " << r.out;
+    EXPECT_THAT(r.out, HasSubstr(" must be a number")) << flag;
+  }
+  // 1 pod/s after a 10 s retry: no job starts sooner than 10 s after it arrived.
+  const std::string dir = TempFile("bind-out", "");  // removed (with what is in it) at exit
+  std::filesystem::remove(dir);
+  CliResult r = Topogang(base + "--bind-pods-per-s 1 --bind-retry-s 10 --out " + dir);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::istringstream jobs(Slurp(dir + "/jobs-topogang.csv"));
+  std::string line;
+  std::getline(jobs, line);
+  ASSERT_THAT(line, HasSubstr("id,arrival_s,start_s,"));
+  int started = 0;
+  while (std::getline(jobs, line)) {
+    std::istringstream f(line);
+    std::string id, arrival, start;
+    std::getline(f, id, ',');
+    std::getline(f, arrival, ',');
+    std::getline(f, start, ',');
+    if (start.empty()) continue;
+    ++started;
+    EXPECT_GE(std::stod(start) - std::stod(arrival), 11 - 1e-9) << line;
+  }
+  EXPECT_GT(started, 0);
+}
+
 TEST(SimulateCli, WrittenTraceReadsBackToTheSameResults) {
   const std::string trace = ::testing::TempDir() + "/gen.csv";
   CliResult w =
