@@ -59,6 +59,9 @@ of its placement (communication model, docs/placement-quality.md).
                           its pods at R pods/s, behind earlier starts' pods (default 0: at once)
   --bind-retry-s S        with --bind-pods-per-s: seconds before a started gang's first pod is
                           tried (its backoff; default 10, podMaxBackoffSeconds)
+  --pods-created-per-s R  a job reaches the policies once its controller has created its pods
+                          at R pods/s for all jobs together (default 0: at once; 20 is
+                          kube-controller-manager's default --kube-api-qps)
   --slow-factor F         how much slower a job with a member on a slow node (@slow) runs
                           (default 1.5); topogang+avoid-slow keeps gangs of 64+ GPUs off them
   --out DIR               write summary.csv, jobs-<policy>.csv, jct-cdf.svg, occupancy.svg
@@ -261,6 +264,7 @@ int RunSimulate(int argc, char** argv) {
                          "elastic-resize-cost",
                          "bind-pods-per-s",
                          "bind-retry-s",
+                         "pods-created-per-s",
                          "high-priority-share",
                          "high-priority-min-gpus",
                          "elastic-share",
@@ -363,7 +367,8 @@ int RunSimulate(int argc, char** argv) {
   }
   double seed_d, restart_cost, failure_rate, repair_h, rdzv, snapshot, patience, load,
       trace_failures, gen_n, max_gpus, correlated, estimate_share, spares, resize_cost, bind_rate,
-      bind_retry, hi_share, hi_min, el_share, slow_share, slow_factor, tier_wait, bound_wait;
+      bind_retry, create_rate, hi_share, hi_min, el_share, slow_share, slow_factor, tier_wait,
+      bound_wait;
   if (!ParseDouble(*args, "seed", 1, 0, 1e15, &seed_d) ||
       !ParseDouble(*args, "failure-rate", 0, 0, 100, &failure_rate) ||
       !ParseDouble(*args, "restart-cost", 600, 0, 1e7, &restart_cost) ||
@@ -401,6 +406,7 @@ int RunSimulate(int argc, char** argv) {
       !ParseDouble(*args, "elastic-resize-cost", 60, 0, 1e7, &resize_cost) ||
       !ParseDouble(*args, "bind-pods-per-s", 0, 0, 1e6, &bind_rate) ||
       !ParseDouble(*args, "bind-retry-s", 10, 0, 3600, &bind_retry) ||
+      !ParseDouble(*args, "pods-created-per-s", 0, 0, 1e6, &create_rate) ||
       !ParseDouble(*args, "high-priority-share", 0, 0, 1, &hi_share) ||
       !ParseDouble(*args, "high-priority-min-gpus", 64, 1, 1e7, &hi_min) ||
       !ParseDouble(*args, "elastic-share", 0, 0, 1, &el_share) ||
@@ -566,6 +572,7 @@ int RunSimulate(int argc, char** argv) {
   opt.elastic_resize_s = resize_cost;
   opt.bind_pods_per_s = bind_rate;
   opt.bind_retry_s = bind_retry;
+  opt.pods_created_per_s = create_rate;
   opt.slow_factor = slow_factor;
   opt.queue.starvation_s = q_starve < 0 ? -1 : q_starve * 60;
   opt.queue.hold_min_gpus = static_cast<int>(q_min);

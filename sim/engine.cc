@@ -4,14 +4,15 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <queue>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "scheduler/placement.h"
-#include "sim/bind_line.h"
 #include "sim/comm_model.h"
 #include "sim/network_model.h"
+#include "sim/pod_line.h"
 #include "sim/policy.h"
 #include "sim/policy_features.h"
 #include "sim/rng.h"
@@ -238,12 +239,24 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
 
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> pq;
   long seq = 0;
-  BindLine binds(opt.bind_pods_per_s, opt.bind_retry_s);
+  PodLine binds(opt.bind_pods_per_s, opt.bind_retry_s);
   double window = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    window = std::max(window, jobs[i].trace->arrival_s);
+  // A job reaches the policy once its controller has created its pods, in arrival order; its
+  // JCT still counts from the arrival.
+  PodLine creates(opt.pods_created_per_s, 0);
+  std::vector<size_t> order(jobs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (creates.on()) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return jobs[a].trace->arrival_s < jobs[b].trace->arrival_s;
+    });
+  }
+  for (size_t i : order) {
+    const double arrival = jobs[i].trace->arrival_s;
+    window = std::max(window, arrival);
     if (schedulable[i]) {
-      pq.push({jobs[i].trace->arrival_s, EvType::kArrive, seq++, static_cast<int>(i), 0});
+      const double seen = arrival + creates.Delay(arrival, jobs[i].trace->members);
+      pq.push({seen, EvType::kArrive, seq++, static_cast<int>(i), 0});
     } else {
       res.jobs[i].unschedulable = true;
     }

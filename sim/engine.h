@@ -68,11 +68,14 @@ struct SimOptions {
   // Seconds an elastic job makes no progress after it grows (its launcher re-forms the group
   // from a checkpoint taken for the resize, so no work is lost).
   double elastic_resize_s = 60;
-  // kube-scheduler's binding time (sim/bind_line.h): a started gang runs, and counts as
+  // kube-scheduler's binding time (sim/pod_line.h): a started gang runs, and counts as
   // started, once its pods are bound at this many pods/s behind those of earlier starts, the
   // first retried after bind_retry_s. 0: at once. Applies to every policy of the run.
   double bind_pods_per_s = 0;
   double bind_retry_s = 10;
+  // The workload controller's pod creation (sim/pod_line.h): a job reaches the policy once its
+  // pods exist, created at this many pods/s for all jobs together, in arrival order. 0: at once.
+  double pods_created_per_s = 0;
 };
 
 // The gangs the policies see for the trace's jobs (name, shape, tiers, GPU model, priority, and

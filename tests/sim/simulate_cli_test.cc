@@ -156,7 +156,7 @@ TEST(SimulateCli, BindTimeIsCheckedAndDelaysEveryStart) {
   const std::string base =
       "simulate --cluster " + Lab() + " --generate 50 --seed 2 --policy topogang ";
   for (const char* flag : {"--bind-pods-per-s -1", "--bind-pods-per-s fast", "--bind-retry-s 4000",
-                           "--bind-retry-s -2"}) {
+                           "--bind-retry-s -2", "--pods-created-per-s -20"}) {
     CliResult r = Topogang(base + flag);
     EXPECT_EQ(r.code, 2) << flag << ": " << r.out;
     EXPECT_THAT(r.out, HasSubstr(" must be a number")) << flag;

@@ -1,0 +1,36 @@
+// One loop that handles pods one after another at a fixed rate, first come first served: how
+// the simulator prices the control plane's own time for a Kubernetes scheduler's gangs.
+// - Binding: kube-scheduler schedules one pod per cycle, so a started gang runs only once its
+//   last pod is bound, behind the pods of gangs started before it
+//   (`--bind-pods-per-s`, `--bind-retry-s`).
+// - Creation: the workload controller creates a job's pods through the controller manager's
+//   client, which kube-controller-manager rate-limits for all controllers together
+//   (--kube-api-qps, 20 by default), so a queue sees a gang only once its last pod exists
+//   (`--pods-created-per-s`).
+// Off by default (every table before 2026-11-29 assumed neither); docs/placement-quality.md,
+// "The control plane's own time".
+#pragma once
+
+namespace topogang::sim {
+
+class PodLine {
+ public:
+  // `pods_per_s` <= 0: off. `lag_s`: seconds before the first pod of a batch joins the line; for
+  // binding, a started gang's pods wait out their backoff first (at most podMaxBackoffSeconds:
+  // 10 s by default, pkg/scheduler/backend/queue/scheduling_queue.go,
+  // DefaultPodMaxBackoffDuration).
+  PodLine(double pods_per_s, double lag_s) : pods_per_s_(pods_per_s), lag_s_(lag_s) {}
+
+  bool on() const { return pods_per_s_ > 0; }
+
+  // Seconds from `now` until the last of `pods` pods handed over now is done (0 when off).
+  // Calls must come in time order: the line serves batches in the order they arrive.
+  double Delay(double now, int pods);
+
+ private:
+  double pods_per_s_;
+  double lag_s_;
+  double busy_until_ = 0;  // when the line has handled every pod queued so far
+};
+
+}  // namespace topogang::sim
