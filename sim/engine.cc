@@ -239,11 +239,12 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
 
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> pq;
   long seq = 0;
-  PodLine binds(opt.bind_pods_per_s, opt.bind_retry_s);
+  PodLine binds(opt.bind_pods_per_s);
   double window = 0;
   // A job reaches the policy once its controller has created its pods, in arrival order; its
   // JCT still counts from the arrival.
-  PodLine creates(opt.pods_created_per_s, 0);
+  PodLine creates(opt.pods_created_per_s);
+  std::vector<double> seen(jobs.size(), 0);  // when the policy first saw each job
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   if (creates.on()) {
@@ -255,8 +256,8 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     const double arrival = jobs[i].trace->arrival_s;
     window = std::max(window, arrival);
     if (schedulable[i]) {
-      const double seen = arrival + creates.Delay(arrival, jobs[i].trace->members);
-      pq.push({seen, EvType::kArrive, seq++, static_cast<int>(i), 0});
+      seen[i] = arrival + creates.Delay(arrival, jobs[i].trace->members);
+      pq.push({seen[i], EvType::kArrive, seq++, static_cast<int>(i), 0});
     } else {
       res.jobs[i].unschedulable = true;
     }
@@ -484,8 +485,10 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       }
     }
     for (Started& s : policy.Schedule(now)) {
-      // Its GPUs are taken now; it runs (and counts as started) once its pods are bound.
-      const double bind = binds.Delay(now, static_cast<int>(s.members.size()));
+      // Its GPUs are taken now; it runs (and counts as started) once its pods are bound. Pods
+      // that were refused before (it waited, or is restarted) are retried after their backoff.
+      const double bind = binds.Delay(now, static_cast<int>(s.members.size()),
+                                      now > seen[s.job] ? opt.bind_retry_s : 0);
       res.jobs[s.job].start = now + bind;
       start_job(s.job, s.members, bind);
     }

@@ -69,8 +69,9 @@ struct SimOptions {
   // from a checkpoint taken for the resize, so no work is lost).
   double elastic_resize_s = 60;
   // kube-scheduler's binding time (sim/pod_line.h): a started gang runs, and counts as
-  // started, once its pods are bound at this many pods/s behind those of earlier starts, the
-  // first retried after bind_retry_s. 0: at once. Applies to every policy of the run.
+  // started, once its pods are bound at this many pods/s behind those of earlier starts; those
+  // of a gang that did not start when the policy first saw it are retried after bind_retry_s.
+  // 0: at once. Applies to every policy of the run.
   double bind_pods_per_s = 0;
   double bind_retry_s = 10;
   // The workload controller's pod creation (sim/pod_line.h): a job reaches the policy once its

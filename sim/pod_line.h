@@ -15,21 +15,21 @@ namespace topogang::sim {
 
 class PodLine {
  public:
-  // `pods_per_s` <= 0: off. `lag_s`: seconds before the first pod of a batch joins the line; for
-  // binding, a started gang's pods wait out their backoff first (at most podMaxBackoffSeconds:
-  // 10 s by default, pkg/scheduler/backend/queue/scheduling_queue.go,
-  // DefaultPodMaxBackoffDuration).
-  PodLine(double pods_per_s, double lag_s) : pods_per_s_(pods_per_s), lag_s_(lag_s) {}
+  // `pods_per_s` <= 0: off.
+  explicit PodLine(double pods_per_s) : pods_per_s_(pods_per_s) {}
 
   bool on() const { return pods_per_s_ > 0; }
 
-  // Seconds from `now` until the last of `pods` pods handed over now is done (0 when off).
+  // Seconds from `now` until the last of `pods` pods handed over now is done (0 when off). They
+  // join the line `lag_s` after now: for binding, the pods of a gang that had to wait sit out
+  // their backoff first (at most podMaxBackoffSeconds, 10 s by default:
+  // pkg/scheduler/backend/queue/scheduling_queue.go, DefaultPodMaxBackoffDuration), while a
+  // gang that starts as its pods first ask is bound on that first attempt, with no lag.
   // Calls must come in time order: the line serves batches in the order they arrive.
-  double Delay(double now, int pods);
+  double Delay(double now, int pods, double lag_s = 0);
 
  private:
   double pods_per_s_;
-  double lag_s_;
   double busy_until_ = 0;  // when the line has handled every pod queued so far
 };
 

@@ -13,19 +13,20 @@ namespace topogang::sim {
 namespace {
 
 TEST(PodLine, OffStartsAtOnce) {
-  PodLine off(0, 10);
+  PodLine off(0);
   EXPECT_FALSE(off.on());
-  EXPECT_EQ(off.Delay(5, 512), 0);
+  EXPECT_EQ(off.Delay(5, 512, 10), 0);
 }
 
 TEST(PodLine, PodsOfGangsStartedTogetherWaitForEachOther) {
-  PodLine line(/*pods_per_s=*/100, /*retry_s=*/10);
-  // 512 pods at 100/s after a 10 s retry: bound 15.12 s after the start.
-  EXPECT_NEAR(line.Delay(0, 512), 15.12, 1e-9);
-  // A one-pod gang started a second later queues behind them: bound at 15.13.
+  PodLine line(/*pods_per_s=*/100);
+  // 512 pods at 100/s after a 10 s lag: done 15.12 s after they were handed over.
+  EXPECT_NEAR(line.Delay(0, 512, 10), 15.12, 1e-9);
+  // One pod handed over a second later, with no lag, queues behind them: done at 15.13.
   EXPECT_NEAR(line.Delay(1, 1), 14.13, 1e-9);
-  // Once the loop is idle again only the retry and its own pods count.
-  EXPECT_NEAR(line.Delay(100, 4), 10.04, 1e-9);
+  // Once the line is idle again only the lag and its own pods count.
+  EXPECT_NEAR(line.Delay(100, 4, 10), 10.04, 1e-9);
+  EXPECT_NEAR(line.Delay(200, 4), 0.04, 1e-9);
 }
 
 Trace Mini() {
@@ -41,10 +42,10 @@ Trace Mini() {
 }
 
 TEST(PodLine, TheEngineStartsAGangOnceItsPodsAreBound) {
-  // 32 GPUs (2 leaves x 2 nodes x 8). At 1 pod/s after a 10 s retry:
-  // t=0 a (1 pod) is started: bound at 11, runs 100 s to 111;
-  // t=10 c (1 pod) backfills while b (4 pods, the whole cluster) waits: bound at 21, ends 121;
-  // t=121 b is started: its pods are tried at 131 and bound at 135; it ends at 185.
+  // 32 GPUs (2 leaves x 2 nodes x 8). At 1 pod/s, with a 10 s retry for a gang that waited:
+  // t=0 a (1 pod) starts as it arrives: bound at 1 (no retry), runs 100 s to 101;
+  // t=10 c (1 pod) backfills while b (4 pods, the whole cluster) waits: bound at 11, ends 111;
+  // t=111 b is started: it waited, so its pods are retried at 121 and bound at 125; ends 175.
   // Without the line (Engine.MetricsOfAHandComputedTrace): 0/100, 10/110, 110/160.
   SimOptions opt;
   opt.comm_model = CommModel::kProxy;
@@ -53,12 +54,12 @@ TEST(PodLine, TheEngineStartsAGangOnceItsPodsAreBound) {
   auto r = Simulate(testing::MakeCluster(1, 1, 2, 2, 8), Mini(), "topogang", opt);
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& j = r->jobs;
-  EXPECT_DOUBLE_EQ(j[0].start, 11);
-  EXPECT_DOUBLE_EQ(j[0].end, 111);
-  EXPECT_DOUBLE_EQ(j[2].start, 21);
-  EXPECT_DOUBLE_EQ(j[2].end, 121);
-  EXPECT_DOUBLE_EQ(j[1].start, 135);
-  EXPECT_DOUBLE_EQ(j[1].end, 185);
+  EXPECT_DOUBLE_EQ(j[0].start, 1);
+  EXPECT_DOUBLE_EQ(j[0].end, 101);
+  EXPECT_DOUBLE_EQ(j[2].start, 11);
+  EXPECT_DOUBLE_EQ(j[2].end, 111);
+  EXPECT_DOUBLE_EQ(j[1].start, 125);
+  EXPECT_DOUBLE_EQ(j[1].end, 175);
   EXPECT_EQ(r->summary.completed, 3);
 }
 

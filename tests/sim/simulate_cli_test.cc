@@ -161,7 +161,7 @@ TEST(SimulateCli, BindTimeIsCheckedAndDelaysEveryStart) {
     EXPECT_EQ(r.code, 2) << flag << ": " << r.out;
     EXPECT_THAT(r.out, HasSubstr(" must be a number")) << flag;
   }
-  // 1 pod/s after a 10 s retry: no job starts sooner than 10 s after it arrived.
+  // 1 pod/s: no job starts sooner than one second per pod after it arrived.
   const std::string dir = TempFile("bind-out", "");  // removed (with what is in it) at exit
   std::filesystem::remove(dir);
   CliResult r = Topogang(base + "--bind-pods-per-s 1 --bind-retry-s 10 --out " + dir);
@@ -173,13 +173,13 @@ TEST(SimulateCli, BindTimeIsCheckedAndDelaysEveryStart) {
   int started = 0;
   while (std::getline(jobs, line)) {
     std::istringstream f(line);
-    std::string id, arrival, start;
-    std::getline(f, id, ',');
-    std::getline(f, arrival, ',');
-    std::getline(f, start, ',');
+    std::string id, arrival, start, end, gpus, members;
+    for (std::string* field : {&id, &arrival, &start, &end, &gpus, &members}) {
+      std::getline(f, *field, ',');
+    }
     if (start.empty()) continue;
     ++started;
-    EXPECT_GE(std::stod(start) - std::stod(arrival), 11 - 1e-9) << line;
+    EXPECT_GE(std::stod(start) - std::stod(arrival), std::stod(members) - 1e-9) << line;
   }
   EXPECT_GT(started, 0);
 }
