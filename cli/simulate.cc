@@ -57,10 +57,10 @@ of its placement (communication model, docs/placement-quality.md).
   --elastic-resize-cost S seconds an elastic job pauses when it grows (default 60)
   --bind-pods-per-s R     a started gang runs only once kube-scheduler's one loop has bound
                           its pods at R pods/s, behind earlier starts' pods (default 0: at once)
-  --bind-retry-s S        with --bind-pods-per-s: seconds before a started gang's first pod is
-                          tried (its backoff; default 10, podMaxBackoffSeconds)
+  --bind-retry-s S        with --bind-pods-per-s: seconds before the pods of a gang that waited
+                          (refused before) are tried again (backoff; default 10, the most)
   --pods-created-per-s R  a job reaches the policies once its controller has created its pods
-                          at R pods/s for all jobs together (default 0: at once; 20 is
+                          at R pods/s, one controller for all jobs (default 0: at once; 20 is
                           kube-controller-manager's default --kube-api-qps)
   --slow-factor F         how much slower a job with a member on a slow node (@slow) runs
                           (default 1.5); topogang+avoid-slow keeps gangs of 64+ GPUs off them
@@ -563,6 +563,11 @@ int RunSimulate(int argc, char** argv) {
           "--queue-large-in-order-min-share");
       !why.empty()) {
     std::cerr << "topogang simulate: --queue-large-in-order-overload-backlog " << why << "\n";
+    return 2;
+  }
+  if (args->Has("bind-retry-s") && bind_rate <= 0) {
+    std::cerr << "topogang simulate: --bind-retry-s needs --bind-pods-per-s above 0 (without "
+                 "it pods bind at once, with no retry to wait for)\n";
     return 2;
   }
   opt.required_tier_max_wait_by_tier = daemon_queue.required_tier_max_wait;

@@ -244,14 +244,12 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
   // A job reaches the policy once its controller has created its pods, in arrival order; its
   // JCT still counts from the arrival.
   PodLine creates(opt.pods_created_per_s);
-  std::vector<double> seen(jobs.size(), 0);  // when the policy first saw each job
+  std::vector<double> seen(jobs.size(), 0);  // when it was last enqueued: pods created, or requeued
   std::vector<size_t> order(jobs.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  if (creates.on()) {
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return jobs[a].trace->arrival_s < jobs[b].trace->arrival_s;
-    });
-  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return jobs[a].trace->arrival_s < jobs[b].trace->arrival_s;
+  });
   for (size_t i : order) {
     const double arrival = jobs[i].trace->arrival_s;
     window = std::max(window, arrival);
@@ -355,7 +353,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     r.slowed = r.slowed || on_slow(members);
     r.peak_members = std::max(r.peak_members, n);
     if (js.failed_at >= 0) {
-      recoveries.push_back(now - js.failed_at);
+      recoveries.push_back(now + delay - js.failed_at);  // until it runs again
       js.failed_at = -1;
     }
     busy += js.gpus_now;
@@ -376,6 +374,12 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     JobState& js = st[j];
     const double done = std::max(0.0, now - js.run_start) * js.speed;
     const double lost = lose ? std::min(done, opt.restart_cost_s) : 0;
+    // Stopped before it made progress (binding, resizing): start_job charged that whole delay
+    // to goodput; give back what has not elapsed.
+    if (js.run_start > now) {
+      good_gpu_s +=
+          js.gpus_now / js.stretch * (std::min(js.run_start, window) - std::min(now, window));
+    }
     js.remaining_base -= done - lost;
     lost_gpu_s += lost * res.jobs[j].gpus;
     js.running = false;
@@ -394,13 +398,9 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
         js.stretch) {
       return;  // bound elsewhere, or clamped at its ideal: nothing changes
     }
-    const double pause = std::max(0.0, js.run_start - now);  // a resize under way
-    // start_job charged the whole pause to goodput at the old stretch: give back what has not
-    // elapsed; it is charged again at the new one.
-    if (pause > 0) {
-      good_gpu_s +=
-          js.gpus_now / js.stretch * (std::min(js.run_start, window) - std::min(now, window));
-    }
+    // A bind or resize under way; stop_progress gives back its goodput charge at the old
+    // stretch, start_job charges what is left at the new one.
+    const double pause = std::max(0.0, js.run_start - now);
     stop_progress(j, /*lose=*/false, /*keep_uplinks=*/true);
     start_job(j, members, pause, /*same_placement=*/true);
   };
@@ -450,11 +450,13 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
             st[j].failed_at = now;
             ++res.jobs[j].restarts;
             policy.Enqueue(j, now);
+            seen[j] = now;  // its controller's new pods ask from now
           }
           for (auto& [j, members] : hr.moved) {
+            const double pending = std::max(0.0, st[j].run_start - now);  // still binding
             stop_progress(j);
             st[j].failed_at = now;
-            start_job(j, members);
+            start_job(j, members, pending);
           }
           break;
         }
@@ -486,7 +488,7 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
     }
     for (Started& s : policy.Schedule(now)) {
       // Its GPUs are taken now; it runs (and counts as started) once its pods are bound. Pods
-      // that were refused before (it waited, or is restarted) are retried after their backoff.
+      // refused before (it waited since the policy saw it) are retried after their backoff.
       const double bind = binds.Delay(now, static_cast<int>(s.members.size()),
                                       now > seen[s.job] ? opt.bind_retry_s : 0);
       res.jobs[s.job].start = now + bind;
@@ -496,11 +498,13 @@ absl::StatusOr<PolicyResult> Simulate(const Cluster& cluster, const Trace& trace
       stop_progress(j);
       ++res.jobs[j].preemptions;
       policy.Enqueue(j, now);
+      seen[j] = now;
     }
     for (Started& g : policy.TakeGrown()) {
+      const double pending = std::max(0.0, st[g.job].run_start - now);  // still binding
       stop_progress(g.job, /*lose=*/false);
       ++res.jobs[g.job].growths;
-      start_job(g.job, g.members, opt.elastic_resize_s);
+      start_job(g.job, g.members, std::max(pending, opt.elastic_resize_s));
     }
     // Every running job that shares an uplink whose load changed gets its new share from now.
     if (contention) {

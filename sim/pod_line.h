@@ -11,6 +11,8 @@
 // "The control plane's own time".
 #pragma once
 
+#include <map>
+
 namespace topogang::sim {
 
 class PodLine {
@@ -18,19 +20,22 @@ class PodLine {
   // `pods_per_s` <= 0: off.
   explicit PodLine(double pods_per_s) : pods_per_s_(pods_per_s) {}
 
-  bool on() const { return pods_per_s_ > 0; }
+  bool enabled() const { return pods_per_s_ > 0; }
 
   // Seconds from `now` until the last of `pods` pods handed over now is done (0 when off). They
   // join the line `lag_s` after now: for binding, the pods of a gang that had to wait sit out
   // their backoff first (at most podMaxBackoffSeconds, 10 s by default:
   // pkg/scheduler/backend/queue/scheduling_queue.go, DefaultPodMaxBackoffDuration), while a
   // gang that starts as its pods first ask is bound on that first attempt, with no lag.
-  // Calls must come in time order: the line serves batches in the order they arrive.
+  // Pods still in backoff are not in kube-scheduler's active queue, so pods handed over later
+  // that join sooner use the idle time before them; time already promised to a batch is never
+  // taken back, so every delay returned stays true. Calls must come in time order.
   double Delay(double now, int pods, double lag_s = 0);
 
  private:
   double pods_per_s_;
-  double busy_until_ = 0;  // when the line has handled every pod queued so far
+  double last_now_ = 0;
+  std::map<double, double> busy_;  // start -> end of the time promised, disjoint, merged
 };
 
 }  // namespace topogang::sim

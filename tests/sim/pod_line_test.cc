@@ -14,7 +14,7 @@ namespace {
 
 TEST(PodLine, OffStartsAtOnce) {
   PodLine off(0);
-  EXPECT_FALSE(off.on());
+  EXPECT_FALSE(off.enabled());
   EXPECT_EQ(off.Delay(5, 512, 10), 0);
 }
 
@@ -22,14 +22,14 @@ TEST(PodLine, PodsOfGangsStartedTogetherWaitForEachOther) {
   PodLine line(/*pods_per_s=*/100);
   // 512 pods at 100/s after a 10 s lag: done 15.12 s after they were handed over.
   EXPECT_NEAR(line.Delay(0, 512, 10), 15.12, 1e-9);
-  // One pod handed over a second later, with no lag, queues behind them: done at 15.13.
-  EXPECT_NEAR(line.Delay(1, 1), 14.13, 1e-9);
+  // One pod handed over at 10, with no lag, queues behind them: done at 15.13.
+  EXPECT_NEAR(line.Delay(10, 1), 5.13, 1e-9);
   // Once the line is idle again only the lag and its own pods count.
   EXPECT_NEAR(line.Delay(100, 4, 10), 10.04, 1e-9);
   EXPECT_NEAR(line.Delay(200, 4), 0.04, 1e-9);
 }
 
-Trace Mini() {
+Trace MiniTrace() {
   auto t = ParseTraceCsv(
       "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,preferred_"
       "tier\n"
@@ -39,6 +39,19 @@ Trace Mini() {
       "mini.csv");
   EXPECT_TRUE(t.ok()) << t.status();
   return *t;
+}
+
+TEST(PodLine, PodsInBackoffLeaveTheLineToPodsThatAskNow) {
+  PodLine line(/*pods_per_s=*/100);
+  // A retried gang's 512 pods join at 10 and are done at 15.12.
+  EXPECT_NEAR(line.Delay(0, 512, 10), 15.12, 1e-9);
+  // A one-pod gang that asks at 1 is bound at once, in the idle time before them.
+  EXPECT_NEAR(line.Delay(1, 1), 0.01, 1e-9);
+  // 1,000 pods (10 s) asking at 2: 8 s of them in the idle time up to 10, the other 2 s after
+  // the retried gang, done at 15.12 + 2 = 17.12; nothing promised before is moved.
+  EXPECT_NEAR(line.Delay(2, 1000), 15.12, 1e-9);
+  // The line is now busy from 2 to 17.12 without a gap: one more pod is done at 17.13.
+  EXPECT_NEAR(line.Delay(3, 1), 14.13, 1e-9);
 }
 
 TEST(PodLine, TheEngineStartsAGangOnceItsPodsAreBound) {
@@ -51,7 +64,7 @@ TEST(PodLine, TheEngineStartsAGangOnceItsPodsAreBound) {
   opt.comm_model = CommModel::kProxy;
   opt.bind_pods_per_s = 1;
   opt.bind_retry_s = 10;
-  auto r = Simulate(testing::MakeCluster(1, 1, 2, 2, 8), Mini(), "topogang", opt);
+  auto r = Simulate(testing::MakeCluster(1, 1, 2, 2, 8), MiniTrace(), "topogang", opt);
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& j = r->jobs;
   EXPECT_DOUBLE_EQ(j[0].start, 1);
@@ -70,7 +83,7 @@ TEST(PodLine, TheEngineSeesAJobOnceItsPodsAreCreated) {
   SimOptions opt;
   opt.comm_model = CommModel::kProxy;
   opt.pods_created_per_s = 1;
-  auto r = Simulate(testing::MakeCluster(1, 1, 2, 2, 8), Mini(), "topogang", opt);
+  auto r = Simulate(testing::MakeCluster(1, 1, 2, 2, 8), MiniTrace(), "topogang", opt);
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& j = r->jobs;
   EXPECT_DOUBLE_EQ(j[0].arrival, 0);
@@ -82,6 +95,37 @@ TEST(PodLine, TheEngineSeesAJobOnceItsPodsAreCreated) {
   EXPECT_DOUBLE_EQ(j[1].start, 111);
   EXPECT_DOUBLE_EQ(j[1].end, 161);
   EXPECT_NEAR(r->summary.mean_wait, (1 + 111 + 1) / 3.0, 1e-9);
+}
+
+TEST(PodLine, AGangStoppedWhileItsPodsBindGetsNoGoodputForTheBindItDidNotFinish) {
+  // `a` takes all 32 GPUs; its 4 pods bind at 1 pod/s, so it would run from 4. Node 0 fails at
+  // 2 and is back at 12: `a` is killed (no room to repair it), requeued at 2 (its new pods ask
+  // from then), and restarted at 12; it waited, so its pods are retried at 22 and bound at 26,
+  // and it runs to 126. `z` arrives at 200, the end of the goodput window. Useful work: 32 GPUs
+  // x 100 s = 3,200 GPU-s of 6,400. Charging the whole first bind (4 s) though it was stopped
+  // after 2 would read 0.49; it waited from 2 to 26 to run again.
+  auto t = ParseTraceCsv(
+      "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,preferred_"
+      "tier\n"
+      "a,0,4,8,100,0,,\n"
+      "z,200,1,8,1,0,,\n"
+      "@fail,2,node-placeholder,10\n",
+      "fail.csv");
+  ASSERT_TRUE(t.ok()) << t.status();
+  Cluster c = testing::MakeCluster(1, 1, 2, 2, 8);
+  t->events[0].node = c.node(0).name;
+  SimOptions opt;
+  opt.comm_model = CommModel::kProxy;
+  opt.bind_pods_per_s = 1;
+  opt.bind_retry_s = 10;
+  auto r = Simulate(c, *t, "topogang", opt);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const JobResult& a = r->jobs[0];
+  EXPECT_EQ(a.restarts, 1);
+  EXPECT_DOUBLE_EQ(a.start, 26);
+  EXPECT_DOUBLE_EQ(a.end, 126);
+  EXPECT_NEAR(r->summary.goodput, 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(r->summary.max_recovery, 24);
 }
 
 }  // namespace

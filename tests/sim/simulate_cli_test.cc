@@ -155,11 +155,18 @@ TEST(SimulateCli, BadQueueFlagValuesAreErrorsNotAbortsOrDefaults) {
 TEST(SimulateCli, BindTimeIsCheckedAndDelaysEveryStart) {
   const std::string base =
       "simulate --cluster " + Lab() + " --generate 50 --seed 2 --policy topogang ";
-  for (const char* flag : {"--bind-pods-per-s -1", "--bind-pods-per-s fast", "--bind-retry-s 4000",
-                           "--bind-retry-s -2", "--pods-created-per-s -20"}) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"--bind-pods-per-s -1", "--bind-pods-per-s must be a number"},
+      {"--bind-pods-per-s fast", "--bind-pods-per-s must be a number"},
+      {"--bind-pods-per-s 62 --bind-retry-s 4000", "--bind-retry-s must be a number"},
+      {"--bind-pods-per-s 62 --bind-retry-s -2", "--bind-retry-s must be a number"},
+      {"--pods-created-per-s -20", "--pods-created-per-s must be a number"},
+      {"--bind-retry-s 5", "--bind-retry-s needs --bind-pods-per-s above 0"},
+  };
+  for (const auto& [flag, message] : bad) {
     CliResult r = Topogang(base + flag);
     EXPECT_EQ(r.code, 2) << flag << ": " << r.out;
-    EXPECT_THAT(r.out, HasSubstr(" must be a number")) << flag;
+    EXPECT_THAT(r.out, HasSubstr(message)) << flag;
   }
   // 1 pod/s: no job starts sooner than one second per pod after it arrived.
   const std::string dir = TempFile("bind-out", "");  // removed (with what is in it) at exit
