@@ -9,6 +9,7 @@
 #include "sim/generator.h"
 #include "sim/policy.h"
 #include "sim/report.h"
+#include "tests/sim/mini_trace.h"
 #include "tests/test_util.h"
 
 namespace topogang::sim {
@@ -16,18 +17,8 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Trace Parse(const std::string& body) {
-  auto t = ParseTraceCsv(
-      "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,preferred_"
-      "tier\n" +
-          body,
-      "mini.csv");
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *t;
-}
-
-// 32 GPUs: 1 zone, 1 spine, 2 leaves x 2 nodes x 8 GPUs.
-Cluster Mini() { return testing::MakeCluster(1, 1, 2, 2, 8); }
+using mini::MiniCluster;
+using mini::Parse;
 
 const JobResult& Find(const PolicyResult& r, const std::string& id) {
   for (const JobResult& j : r.jobs) {
@@ -40,13 +31,10 @@ const JobResult& Find(const PolicyResult& r, const std::string& id) {
 TEST(Engine, MetricsOfAHandComputedTrace) {
   // t=0: a (1 node) starts; b (the whole cluster) waits; t=10: c (1 node) backfills.
   // a, c end at 100, 110; b starts at 110 across both leaves, ends at 160.
-  Trace t = Parse(
-      "a,0,1,8,100,0,,\n"
-      "b,0,4,8,50,0,,\n"
-      "c,10,1,8,100,0,,\n");
+  Trace t = mini::ThreeJobs();
   SimOptions proxy;  // bandwidths below are the proxy's tier figures
   proxy.comm_model = CommModel::kProxy;
-  auto r = Simulate(Mini(), t, "topogang", proxy);
+  auto r = Simulate(MiniCluster(), t, "topogang", proxy);
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& j = r->jobs;
   EXPECT_DOUBLE_EQ(j[0].start, 0);
@@ -234,7 +222,7 @@ TEST(Engine, LargeGangsDoNotStarveUnderTopogang) {
 }
 
 TEST(Engine, UnknownTierOrNodeIsAnError) {
-  Cluster c = Mini();
+  Cluster c = MiniCluster();
   auto r = Simulate(c, Parse("a,0,1,8,100,0,rack,\n"), "topogang", SimOptions{});
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("line 2: job a: unknown tier 'rack'"));
@@ -244,7 +232,7 @@ TEST(Engine, UnknownTierOrNodeIsAnError) {
 }
 
 TEST(Engine, JobsLargerThanTheClusterAreLeftOut) {
-  auto r = Simulate(Mini(), Parse("a,0,5,8,100,0,,\nb,0,1,8,10,0,,\n"), "slurm-tree", {});
+  auto r = Simulate(MiniCluster(), Parse("a,0,5,8,100,0,,\nb,0,1,8,10,0,,\n"), "slurm-tree", {});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->summary.unschedulable, 1);
   EXPECT_EQ(r->summary.completed, 1);
@@ -275,7 +263,7 @@ TEST(Engine, JobsThatNeverFinishCountUntilTheEndOfTheRun) {
 }
 
 TEST(Engine, SummaryCountsUnfinishedJobsAtTheRunEnd) {
-  Cluster c = Mini();
+  Cluster c = MiniCluster();
   std::vector<JobResult> jobs(3);
   jobs[0].arrival = 0, jobs[0].start = 0, jobs[0].end = 10, jobs[0].gpus = 8;
   jobs[1].arrival = 5, jobs[1].start = 20, jobs[1].end = -1, jobs[1].gpus = 512;  // running
@@ -294,7 +282,7 @@ TEST(Engine, EstimatesReachThePoliciesAsTold) {
   // The trace gives a an estimate of 400 s and b none; --estimates picks what the gangs carry.
   Trace t = Parse("a,0,1,8,100,0,,\nb,0,1,8,100,0,,\n");
   t.jobs[0].estimate_s = 400;
-  Cluster c = Mini();
+  Cluster c = MiniCluster();
   for (auto [mode, want_a, want_b] :
        {std::tuple{Estimates::kTrace, 400.0, 0.0}, std::tuple{Estimates::kExact, 100.0, 100.0},
         std::tuple{Estimates::kNone, 0.0, 0.0}}) {
@@ -313,7 +301,7 @@ TEST(Engine, EstimatesReachThePoliciesAsTold) {
 TEST(Engine, UnknownGpuModelIsAnError) {
   Trace t = Parse("a,0,1,8,100,0,,\n");
   t.jobs[0].sku = "B300";
-  auto r = Simulate(Mini(), t, "topogang", SimOptions{});
+  auto r = Simulate(MiniCluster(), t, "topogang", SimOptions{});
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("unknown GPU model 'B300'"), std::string::npos);
 }

@@ -7,7 +7,7 @@
 
 #include "sim/engine.h"
 #include "sim/trace.h"
-#include "tests/test_util.h"
+#include "tests/sim/mini_trace.h"
 
 namespace topogang::sim {
 namespace {
@@ -29,16 +29,18 @@ TEST(PodLine, PodsOfGangsStartedTogetherWaitForEachOther) {
   EXPECT_NEAR(line.Delay(200, 4), 0.04, 1e-9);
 }
 
-Trace MiniTrace() {
-  auto t = ParseTraceCsv(
-      "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,preferred_"
-      "tier\n"
-      "a,0,1,8,100,0,,\n"
-      "b,0,4,8,50,0,,\n"
-      "c,10,1,8,100,0,,\n",
-      "mini.csv");
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *t;
+using mini::MiniCluster;
+using mini::Parse;
+
+// The proxy model (these jobs do not communicate, so they run their trace durations), with the
+// control plane priced as given and a 10 s retry for a gang that waited.
+SimOptions ControlPlane(double bind_pods_per_s, double pods_created_per_s) {
+  SimOptions opt;
+  opt.comm_model = CommModel::kProxy;
+  opt.bind_pods_per_s = bind_pods_per_s;
+  opt.bind_retry_s = 10;
+  opt.pods_created_per_s = pods_created_per_s;
+  return opt;
 }
 
 TEST(PodLine, PodsInBackoffLeaveTheLineToPodsThatAskNow) {
@@ -55,16 +57,12 @@ TEST(PodLine, PodsInBackoffLeaveTheLineToPodsThatAskNow) {
 }
 
 TEST(PodLine, TheEngineStartsAGangOnceItsPodsAreBound) {
-  // 32 GPUs (2 leaves x 2 nodes x 8). At 1 pod/s, with a 10 s retry for a gang that waited:
+  // At 1 pod/s, with a 10 s retry for a gang that waited:
   // t=0 a (1 pod) starts as it arrives: bound at 1 (no retry), runs 100 s to 101;
   // t=10 c (1 pod) backfills while b (4 pods, the whole cluster) waits: bound at 11, ends 111;
   // t=111 b is started: it waited, so its pods are retried at 121 and bound at 125; ends 175.
   // Without the line (Engine.MetricsOfAHandComputedTrace): 0/100, 10/110, 110/160.
-  SimOptions opt;
-  opt.comm_model = CommModel::kProxy;
-  opt.bind_pods_per_s = 1;
-  opt.bind_retry_s = 10;
-  auto r = Simulate(testing::MakeCluster(1, 1, 2, 2, 8), MiniTrace(), "topogang", opt);
+  auto r = Simulate(MiniCluster(), mini::ThreeJobs(), "topogang", ControlPlane(1, 0));
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& j = r->jobs;
   EXPECT_DOUBLE_EQ(j[0].start, 1);
@@ -80,10 +78,7 @@ TEST(PodLine, TheEngineSeesAJobOnceItsPodsAreCreated) {
   // The same trace, pods created at 1 pod/s in arrival order: a (1 pod) exists at 1, b (4 pods)
   // at 5, c (1 pod, arriving at 10) at 11. a runs 1-101; c backfills 11-111 while b waits for
   // the whole cluster; b runs 111-161. JCTs count from the arrivals, which do not move.
-  SimOptions opt;
-  opt.comm_model = CommModel::kProxy;
-  opt.pods_created_per_s = 1;
-  auto r = Simulate(testing::MakeCluster(1, 1, 2, 2, 8), MiniTrace(), "topogang", opt);
+  auto r = Simulate(MiniCluster(), mini::ThreeJobs(), "topogang", ControlPlane(0, 1));
   ASSERT_TRUE(r.ok()) << r.status();
   const auto& j = r->jobs;
   EXPECT_DOUBLE_EQ(j[0].arrival, 0);
@@ -104,21 +99,10 @@ TEST(PodLine, AGangStoppedWhileItsPodsBindGetsNoGoodputForTheBindItDidNotFinish)
   // and it runs to 126. `z` arrives at 200, the end of the goodput window. Useful work: 32 GPUs
   // x 100 s = 3,200 GPU-s of 6,400. Charging the whole first bind (4 s) though it was stopped
   // after 2 would read 0.49; it waited from 2 to 26 to run again.
-  auto t = ParseTraceCsv(
-      "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,preferred_"
-      "tier\n"
-      "a,0,4,8,100,0,,\n"
-      "z,200,1,8,1,0,,\n"
-      "@fail,2,node-placeholder,10\n",
-      "fail.csv");
-  ASSERT_TRUE(t.ok()) << t.status();
-  Cluster c = testing::MakeCluster(1, 1, 2, 2, 8);
-  t->events[0].node = c.node(0).name;
-  SimOptions opt;
-  opt.comm_model = CommModel::kProxy;
-  opt.bind_pods_per_s = 1;
-  opt.bind_retry_s = 10;
-  auto r = Simulate(c, *t, "topogang", opt);
+  Trace t = Parse("a,0,4,8,100,0,,\nz,200,1,8,1,0,,\n@fail,2,node-placeholder,10\n");
+  Cluster c = MiniCluster();
+  t.events[0].node = c.node(0).name;
+  auto r = Simulate(c, t, "topogang", ControlPlane(1, 0));
   ASSERT_TRUE(r.ok()) << r.status();
   const JobResult& a = r->jobs[0];
   EXPECT_EQ(a.restarts, 1);
