@@ -12,6 +12,7 @@
 #include "sim/policy.h"
 #include "sim/policy_features.h"
 #include "sim/trace_features.h"
+#include "tests/sim/mini_trace.h"
 #include "tests/test_util.h"
 
 namespace topogang::sim {
@@ -19,14 +20,12 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// Traces with the columns of issue #13: priority and min_members.
 Trace Parse(const std::string& body) {
-  auto t = ParseTraceCsv(
+  return mini::ParseUnder(
       "id,arrival_s,members,gpus_per_member,duration_s,comm_fraction,required_tier,priority,"
-      "min_members\n" +
-          body,
-      "features.csv");
-  EXPECT_TRUE(t.ok()) << t.status();
-  return *t;
+      "min_members",
+      body);
 }
 
 SimOptions Exact() {
