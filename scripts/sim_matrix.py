@@ -534,6 +534,69 @@ def cmd_gap(a):
         print(f"{cluster:16s} {load:>5s} {len(v):4d} {p95_h:8.2f}{cells}")
 
 
+def parse_row(spec):
+    """LABEL=DIR[:POLICY] of `tradeoff --row`: POLICY defaults to topogang; DIR `base` takes the
+    runs from the --base folders (a baseline's own row)."""
+    label, sep, rest = spec.partition("=")
+    if not sep or not label or not rest:
+        raise SystemExit(f"--row {spec!r}: expected LABEL=DIR or LABEL=DIR:POLICY")
+    d, sep, pol = rest.rpartition(":")
+    if not sep or "/" in pol:  # no policy given (a ':' inside the path is not one)
+        d, pol = rest, ""
+    if d != "base" and not os.path.isdir(d):
+        raise SystemExit(f"--row {spec!r}: no folder {d!r}")
+    return label, d, pol or "topogang"
+
+
+def cmd_tradeoff(a):
+    """One markdown row per --row and one column per cell: the mean over the seeds of the paired
+    difference of mean and p95 JCT against --jct-baseline (%) and of the longest 256+ wait against
+    --wait-baseline (hours). Two baselines that each lead on some metric are the two ends of a
+    trade-off; a row meets the bar in a cell only where all three are at or below zero."""
+    cells = []
+    for c in a.cells.split(","):
+        cluster, sep, load = c.partition(":")
+        if not sep or not cluster or not load:
+            raise SystemExit(f"--cells {c!r}: expected CLUSTER:LOAD, e.g. meta-16k:1")
+        cells.append((cluster, load))
+    seeds = a.seeds.split(",")
+    rows = [parse_row(spec) for spec in a.row]
+    minus = lambda x: x.replace("-", "\u2212")
+    print("| variant | " + " | ".join(f"`{c}` {l}\u00d7" for c, l in cells) + " |")
+    print("| --- |" + " --- |" * len(cells))
+    for label, d, pol in rows:
+        out = []
+        for cluster, load in cells:
+            dm, dp, dw = [], [], []
+            for s in seeds:
+                name = f"{cluster}-L{load}-s{s}"
+                base = matrix_rows(a.base, name)
+                cand = base if d == "base" else matrix_rows([d], name)
+                c, k, w = cand.get(pol), base.get(a.jct_baseline), base.get(a.wait_baseline)
+                if c is None or k is None or w is None:
+                    continue
+                dm.append(100 * (c["mean"] / k["mean"] - 1))
+                dp.append(100 * (c["p95"] / k["p95"] - 1))
+                dw.append((c["wait256"] - w["wait256"]) / 3600 if c["wait256"] != w["wait256"]
+                          else 0.0)
+            if not dm:
+                out.append("-")
+                continue
+
+            def f(v, unit, dec):
+                m = statistics.mean(v)
+                text = f"{m:+.{dec}f}" if abs(m) < float("inf") else ("+inf" if m > 0 else "-inf")
+                if text.lstrip("+-").strip("0.") == "":
+                    text = f"+{0:.{dec}f}"  # no "-0.0"
+                if a.interval and abs(m) < float("inf"):
+                    text += f" \u00b1 {half_width(v):.{dec}f}"
+                return minus(text) + unit
+
+            n = "" if len(dm) == len(seeds) else f" ({len(dm)} seeds)"
+            out.append(f"{f(dm, ' %', 1)} / {f(dp, ' %', 1)} / {f(dw, ' h', 2)}{n}")
+        print(f"| {label} | " + " | ".join(out) + " |")
+
+
 def cmd_classload(a):
     clusters = names(a.clusters)
     os.makedirs(a.traces, exist_ok=True)
@@ -612,7 +675,21 @@ def main():
     g.add_argument("--seeds", default="1,2,3")
     g.add_argument("--clusters", default="")
     g.add_argument("--loads", default="", help="only these loads of the matrix")
+    t = sub.add_parser("tradeoff", help="variants between two baselines that each lead on some "
+                       "metric: mean and p95 JCT against one, the 256+ wait against the other")
+    t.add_argument("--base", action="append", required=True)
+    t.add_argument("--row", action="append", required=True,
+                   help="LABEL=DIR or LABEL=DIR:POLICY (default topogang), a row each, in order; "
+                        "DIR `base` for a baseline's own runs")
+    t.add_argument("--cells", required=True, help="CLUSTER:LOAD,... e.g. meta-16k:1,hyperscale-100k:2")
+    t.add_argument("--seeds", default="1,2,3")
+    t.add_argument("--jct-baseline", default="kueue-tas-best")
+    t.add_argument("--wait-baseline", default="slurm-tree-best")
+    t.add_argument("--interval", action="store_true", help="each mean with its 95 %% half-width")
     a = ap.parse_args(argv)
+    if a.cmd == "tradeoff":
+        cmd_tradeoff(a)
+        return
     if a.cmd == "gap":
         cmd_gap(a)
         return

@@ -2,8 +2,8 @@
 """scripts/sim_matrix.py compare on hand-made summaries: best of six per metric, the tie
 tolerances, a 256+ gang that never started, and the per-baseline dominance count; classload's
 arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading, stability
-between a matrix and a perturbed copy, run --load-factor (with a stand-in binary), and gap's
-ratios to the lower bound."""
+between a matrix and a perturbed copy, run --load-factor (with a stand-in binary), gap's
+ratios to the lower bound, and tradeoff's paired rows."""
 import csv
 import io
 import os
@@ -320,6 +320,52 @@ class Gap(unittest.TestCase):
                                 "meta-16k", "--seeds", "1"], capture_output=True, text=True)
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("--lower-bound-max-wait-256 best", p.stderr)
+
+
+class Tradeoff(unittest.TestCase):
+    """tradeoff: per cell, the mean paired difference of mean and p95 JCT against one baseline
+    and of the longest 256+ wait against another, a markdown row per variant."""
+
+    def run_tradeoff(self, *args):
+        return subprocess.run([sys.executable, SCRIPT, "tradeoff", *args],
+                              capture_output=True, text=True)
+
+    def test_paired_means_against_two_baselines(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
+            # kueue-tas-best: mean 100 / 200 s, p95 1,000 s; slurm-tree-best waits 3,600 s.
+            for seed, kmean in (("1", 100), ("2", 200)):
+                rows = [[b, 400, 2000, 0.5, 36000, 0] for b in BASELINES]
+                rows[1] = ["kueue-tas-best", kmean, 1000, 0.5, 36000, 0]
+                rows[3] = ["slurm-tree-best", 400, 2000, 0.5, 3600, 0]
+                write(base, f"meta-16k-L1-s{seed}", rows)
+            # The candidate: +10 % and -10 % mean (mean 0), p95 +5 % both times, waits of 2 h
+            # and 4 h (+1 h and +3 h: +2.00 h). Seed 3 has no baselines and is left out.
+            write(cand, "meta-16k-L1-s1", [["topogang", 110, 1050, 0.5, 7200, 0]])
+            write(cand, "meta-16k-L1-s2", [["topogang", 180, 1050, 0.5, 14400, 0]])
+            write(cand, "meta-16k-L1-s3", [["topogang", 1, 1, 0.5, 0, 0]])
+            p = self.run_tradeoff("--base", base, "--row", f"cand={cand}", "--row",
+                                  "slurm=base:slurm-tree-best", "--cells", "meta-16k:1",
+                                  "--seeds", "1,2,3", "--interval")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = p.stdout.splitlines()
+            self.assertEqual(lines[0], "| variant | `meta-16k` 1\u00d7 |")
+            # Half-widths: t(1) = 12.706 times the standard deviation over sqrt(2).
+            self.assertEqual(lines[2], "| cand | +0.0 \u00b1 127.1 % / +5.0 \u00b1 0.0 % / "
+                                       "+2.00 \u00b1 12.71 h (2 seeds) |")
+            # slurm-tree-best against kueue-tas-best: +300 % and +100 % mean (+200), p95 +100 %.
+            self.assertEqual(lines[3], "| slurm | +200.0 \u00b1 1270.6 % / +100.0 \u00b1 0.0 % / "
+                                       "+0.00 \u00b1 0.00 h (2 seeds) |")
+
+    def test_bad_rows_and_cells_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for args, msg in ((["--row", "nolabel", "--cells", "meta-16k:1"], "LABEL=DIR"),
+                              (["--row", f"x={tmp}/none", "--cells", "meta-16k:1"], "no folder"),
+                              (["--row", f"x={tmp}", "--cells", "meta-16k"], "CLUSTER:LOAD")):
+                p = self.run_tradeoff("--base", tmp, *args)
+                self.assertNotEqual(p.returncode, 0)
+                self.assertIn(msg, p.stderr)
+                self.assertEqual(p.stdout, "")
 
 
 if __name__ == "__main__":
