@@ -9,6 +9,8 @@
   scripts/sim_matrix.py stability --a DIR [--a DIR2] --b DIR [--cand-policy topogang] [--seeds ...]
   scripts/sim_matrix.py classload --traces DIR [--min-gpus 256] [--seeds ...] [--clusters ...]
   scripts/sim_matrix.py gap --dir DIR [--dir DIR2 ...] [--seeds ...] [--clusters ...] [--loads ...]
+  scripts/sim_matrix.py tradeoff --base DIR [--base DIR2 ...] --row LABEL=DIR[:POLICY] [--row ...]
+                                --cells CLUSTER:LOAD,... [--seeds ...] [--interval]
 
 `run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
 $TOPOGANG_BIN, else build/bin/topogang) and keeps each run's summary.csv and jobs-<policy>.csv
@@ -34,6 +36,10 @@ where that load is above 1, the large gangs' backlog grows under any queue order
 prints, per cluster and load over the seeds, the lower bound on mean JCT no scheduler beats, how
 much the best baseline's 256+ promise raises it, each policy's mean JCT over it (geometric mean),
 and the runs where the bar's mean JCT is below what that promise allows (unreachable by anyone).
+`tradeoff` prints the table of "Where issue #12's queue bar stands": one markdown row per --row
+(`LABEL=base:POLICY` for a baseline's own runs), one column per cell, each the mean paired
+difference over the seeds of mean / p95 JCT against --jct-baseline (kueue-tas-best) and of the
+longest 256+ wait against --wait-baseline (slurm-tree-best); --interval adds the 95 % half-widths.
 
 Example (docs/placement-quality.md): the baselines once, then topogang with a queue option:
   scripts/sim_matrix.py run --out /tmp/mx/base --policy kueue-tas,kueue-tas-best,slurm-tree,\
@@ -573,8 +579,8 @@ def cmd_tradeoff(a):
                 base = matrix_rows(a.base, name)
                 cand = base if d == "base" else matrix_rows([d], name)
                 c, k, w = cand.get(pol), base.get(a.jct_baseline), base.get(a.wait_baseline)
-                if c is None or k is None or w is None:
-                    continue
+                if c is None or k is None or w is None or k["mean"] <= 0 or k["p95"] <= 0:
+                    continue  # a baseline of no JCT gives no ratio: the seed is left out
                 dm.append(100 * (c["mean"] / k["mean"] - 1))
                 dp.append(100 * (c["p95"] / k["p95"] - 1))
                 dw.append((c["wait256"] - w["wait256"]) / 3600 if c["wait256"] != w["wait256"]
@@ -585,6 +591,8 @@ def cmd_tradeoff(a):
 
             def f(v, unit, dec):
                 m = statistics.mean(v)
+                if math.isnan(m):  # 256+ gangs that never started, in both directions
+                    return "n/a"
                 text = f"{m:+.{dec}f}" if abs(m) < float("inf") else ("+inf" if m > 0 else "-inf")
                 if text.lstrip("+-").strip("0.") == "":
                     text = f"+{0:.{dec}f}"  # no "-0.0"
@@ -592,7 +600,7 @@ def cmd_tradeoff(a):
                     text += f" \u00b1 {half_width(v):.{dec}f}"
                 return minus(text) + unit
 
-            n = "" if len(dm) == len(seeds) else f" ({len(dm)} seeds)"
+            n = "" if len(dm) == len(seeds) else f" ({len(dm)} seed{'' if len(dm) == 1 else 's'})"
             out.append(f"{f(dm, ' %', 1)} / {f(dp, ' %', 1)} / {f(dw, ' h', 2)}{n}")
         print(f"| {label} | " + " | ".join(out) + " |")
 

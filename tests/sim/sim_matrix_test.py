@@ -357,6 +357,22 @@ class Tradeoff(unittest.TestCase):
             self.assertEqual(lines[3], "| slurm | +200.0 \u00b1 1270.6 % / +100.0 \u00b1 0.0 % / "
                                        "+0.00 \u00b1 0.00 h (2 seeds) |")
 
+    def test_a_gang_that_never_started_and_a_baseline_of_no_jct(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
+            rows = [[b, 100, 1000, 0.5, 3600, 0] for b in BASELINES]
+            write(base, "meta-16k-L1-s1", rows)
+            write(base, "meta-16k-L1-s2", [[b, 0, 0, 0.5, 3600, 0] for b in BASELINES])
+            # Seed 1: a 256+ gang never started (it waited forever). Seed 2: the baseline's JCT
+            # is 0, which gives no ratio: left out, not a division by zero.
+            write(cand, "meta-16k-L1-s1", [["topogang", 100, 1000, 0.5, 0, 1]])
+            write(cand, "meta-16k-L1-s2", [["topogang", 100, 1000, 0.5, 0, 0]])
+            p = self.run_tradeoff("--base", base, "--row", f"c={cand}", "--cells", "meta-16k:1",
+                                  "--seeds", "1,2")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout.splitlines()[2],
+                             "| c | +0.0 % / +0.0 % / +inf h (1 seed) |")
+
     def test_bad_rows_and_cells_are_refused(self):
         with tempfile.TemporaryDirectory() as tmp:
             for args, msg in ((["--row", "nolabel", "--cells", "meta-16k:1"], "LABEL=DIR"),
