@@ -290,6 +290,19 @@ def run_verdicts(c, base):
     return out
 
 
+def paired_diff(m, c, b):
+    """How far the candidate's figures `c` are behind the baseline's `b` on metric m (positive:
+    the baseline is ahead): mean and p95 JCT in % (0 against a baseline of none), goodput in
+    points, the longest 256+ wait in hours (+-inf when only one side's gang never started)."""
+    if m == "goodput":
+        return 100 * (b[m] - c[m])
+    if m == "wait256":
+        if c[m] == float("inf") or b[m] == float("inf"):
+            return 0.0 if c[m] == b[m] else (float("inf") if c[m] > b[m] else -float("inf"))
+        return (c[m] - b[m]) / 3600
+    return 100 * (c[m] / b[m] - 1) if b[m] > 0 else 0.0
+
+
 def paired_table(loaded):
     """The bar read per (cluster, load) and per baseline, as the issue words it ("match or beat
     every baseline"), instead of per run against the best of six: over the seeds, the candidate's
@@ -307,16 +320,7 @@ def paired_table(loaded):
             if b["wait256"] < float("inf"):
                 bw.setdefault(pol, []).append(b["wait256"] / 3600)
             for m in METRICS:
-                if m == "goodput":
-                    x = 100 * (b[m] - c[m])  # positive: the baseline is ahead
-                elif m == "wait256":
-                    if c[m] == float("inf") or b[m] == float("inf"):
-                        x = 0.0 if c[m] == b[m] else (float("inf") if c[m] > b[m] else -float("inf"))
-                    else:
-                        x = (c[m] - b[m]) / 3600
-                else:
-                    x = 100 * (c[m] / b[m] - 1) if b[m] > 0 else 0.0
-                d.setdefault((pol, m), []).append(x)
+                d.setdefault((pol, m), []).append(paired_diff(m, c, b))
     tol = {"mean": 0.5, "p95": 0.5, "goodput": 0.1}
     out = ["cluster            load  seeds  worst baseline per metric: mean over the seeds +- 95 % "
            "(mean/p95 JCT %, goodput points behind, 256+ wait hours)   lost point/significant"]
@@ -554,6 +558,20 @@ def parse_row(spec):
     return label, d, pol or "topogang"
 
 
+def tradeoff_figure(v, unit, dec, interval):
+    """The mean of v as the doc's tables write it: signed, a typographic minus, no "-0.0", and
+    with --interval its 95 % half-width."""
+    m = statistics.mean(v)
+    if math.isnan(m):  # 256+ gangs that never started, in both directions
+        return "n/a"
+    text = f"{m:+.{dec}f}" if abs(m) < float("inf") else ("+inf" if m > 0 else "-inf")
+    if text.lstrip("+-").strip("0.") == "":
+        text = f"+{0:.{dec}f}"
+    if interval and abs(m) < float("inf"):
+        text += f" \u00b1 {half_width(v):.{dec}f}"
+    return text.replace("-", "\u2212") + unit
+
+
 def cmd_tradeoff(a):
     """One markdown row per --row and one column per cell: the mean over the seeds of the paired
     difference of mean and p95 JCT against --jct-baseline (%) and of the longest 256+ wait against
@@ -567,7 +585,6 @@ def cmd_tradeoff(a):
         cells.append((cluster, load))
     seeds = a.seeds.split(",")
     rows = [parse_row(spec) for spec in a.row]
-    minus = lambda x: x.replace("-", "\u2212")
     print("| variant | " + " | ".join(f"`{c}` {l}\u00d7" for c, l in cells) + " |")
     print("| --- |" + " --- |" * len(cells))
     for label, d, pol in rows:
@@ -581,25 +598,13 @@ def cmd_tradeoff(a):
                 c, k, w = cand.get(pol), base.get(a.jct_baseline), base.get(a.wait_baseline)
                 if c is None or k is None or w is None or k["mean"] <= 0 or k["p95"] <= 0:
                     continue  # a baseline of no JCT gives no ratio: the seed is left out
-                dm.append(100 * (c["mean"] / k["mean"] - 1))
-                dp.append(100 * (c["p95"] / k["p95"] - 1))
-                dw.append((c["wait256"] - w["wait256"]) / 3600 if c["wait256"] != w["wait256"]
-                          else 0.0)
+                dm.append(paired_diff("mean", c, k))
+                dp.append(paired_diff("p95", c, k))
+                dw.append(paired_diff("wait256", c, w))
             if not dm:
                 out.append("-")
                 continue
-
-            def f(v, unit, dec):
-                m = statistics.mean(v)
-                if math.isnan(m):  # 256+ gangs that never started, in both directions
-                    return "n/a"
-                text = f"{m:+.{dec}f}" if abs(m) < float("inf") else ("+inf" if m > 0 else "-inf")
-                if text.lstrip("+-").strip("0.") == "":
-                    text = f"+{0:.{dec}f}"  # no "-0.0"
-                if a.interval and abs(m) < float("inf"):
-                    text += f" \u00b1 {half_width(v):.{dec}f}"
-                return minus(text) + unit
-
+            f = lambda v, unit, dec: tradeoff_figure(v, unit, dec, a.interval)
             n = "" if len(dm) == len(seeds) else f" ({len(dm)} seed{'' if len(dm) == 1 else 's'})"
             out.append(f"{f(dm, ' %', 1)} / {f(dp, ' %', 1)} / {f(dw, ' h', 2)}{n}")
         print(f"| {label} | " + " | ".join(out) + " |")
