@@ -11,6 +11,8 @@
   scripts/sim_matrix.py gap --dir DIR [--dir DIR2 ...] [--seeds ...] [--clusters ...] [--loads ...]
   scripts/sim_matrix.py tradeoff --base DIR [--base DIR2 ...] --row LABEL=DIR[:POLICY] [--row ...]
                                 --cells CLUSTER:LOAD,... [--seeds ...] [--interval]
+  scripts/sim_matrix.py waits [--base DIR ...] --row LABEL=DIR[:POLICY] [--row ...]
+                             --cells CLUSTER:LOAD,... [--seeds ...] [--min-gpus 256]
 
 `run` simulates every (cluster, load, seed) of the matrix with `topogang simulate` (the binary in
 $TOPOGANG_BIN, else build/bin/topogang) and keeps each run's summary.csv and jobs-<policy>.csv
@@ -40,6 +42,9 @@ and the runs where the bar's mean JCT is below what that promise allows (unreach
 (`LABEL=base:POLICY` for a baseline's own runs), one column per cell, each the mean paired
 difference over the seeds of mean / p95 JCT against --jct-baseline (kueue-tas-best) and of the
 longest 256+ wait against --wait-baseline (slurm-tree-best); --interval adds the 95 % half-widths.
+`waits` reads the same rows' jobs-<policy>.csv files: per cell, the mean over the seeds of each
+run's mean, p95 and longest wait of the gangs of --min-gpus+ GPUs and of how many waited over an
+hour; whether a policy keeps the longest wait short at the others' expense.
 
 Example (docs/placement-quality.md): the baselines once, then topogang with a queue option:
   scripts/sim_matrix.py run --out /tmp/mx/base --policy kueue-tas,kueue-tas-best,slurm-tree,\
@@ -610,6 +615,81 @@ def cmd_tradeoff(a):
         print(f"| {label} | " + " | ".join(out) + " |")
 
 
+def gang_waits(path, min_gpus):
+    """The waits in seconds of the gangs of min_gpus+ GPUs in a jobs-POLICY.csv, sorted; inf for
+    one that never started (its start_s is negative)."""
+    out = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if int(r["gpus"]) >= min_gpus:
+                start, arrival = float(r["start_s"]), float(r["arrival_s"])
+                out.append(float("inf") if start < 0 else start - arrival)
+    return sorted(out)
+
+
+def wait_figures(w):
+    """Mean, p95 (nearest rank) and longest of the waits w in hours, and how many exceed an
+    hour; None without gangs."""
+    if not w:
+        return None
+    p95 = w[math.ceil(0.95 * len(w)) - 1]
+    return (sum(w) / len(w) / 3600, p95 / 3600, w[-1] / 3600, sum(1 for x in w if x > 3600))
+
+
+def cmd_waits(a):
+    """One markdown row per --row and one column per cell: over the seeds, the mean of each run's
+    mean / p95 / longest wait (hours) of the gangs of --min-gpus+ GPUs, and of how many of them
+    waited over an hour. The bar reads the longest wait alone; this shows whether a policy keeps
+    it short by lengthening the others, or serves those gangs better throughout. A seed counts
+    only where every row has its jobs file."""
+    cells = []
+    for c in a.cells.split(","):
+        cluster, sep, load = c.partition(":")
+        if not sep or not cluster or not load:
+            raise SystemExit(f"--cells {c!r}: expected CLUSTER:LOAD, e.g. meta-16k:1")
+        cells.append((cluster, load))
+    rows = [parse_row(spec) for spec in a.row]
+
+    def jobs_file(d, pol, name):
+        found = None
+        for folder in (a.base if d == "base" else [d]):  # a later --base overrides
+            p = os.path.join(folder, name, f"jobs-{pol}.csv")
+            if os.path.exists(p):
+                found = p
+        return found
+
+    per_cell = []
+    for cluster, load in cells:
+        got = {label: [] for label, _, _ in rows}
+        for s in a.seeds.split(","):
+            name = f"{cluster}-L{load}-s{s}"
+            paths = [jobs_file(d, pol, name) for _, d, pol in rows]
+            if None in paths:
+                continue
+            figs = [wait_figures(gang_waits(p, a.min_gpus)) for p in paths]
+            if None in figs:
+                continue  # no gang that large in this run
+            for (label, _, _), f in zip(rows, figs):
+                got[label].append(f)
+        per_cell.append(got)
+    print(f"mean / p95 / longest wait of the gangs of {a.min_gpus}+ GPUs, and how many waited "
+          "over an hour (means over the seeds)")
+    print()
+    print("| policy | " + " | ".join(f"`{c}` {l}\u00d7" for c, l in cells) + " |")
+    print("| --- |" + " --- |" * len(cells))
+    for label, _, _ in rows:
+        out = []
+        for got in per_cell:
+            v = got[label]
+            if not v:
+                out.append("-")
+                continue
+            m = [statistics.mean(x[i] for x in v) for i in range(4)]
+            text = " / ".join("inf" if x == float("inf") else f"{x:.2f}" for x in m[:3])
+            out.append(f"{text} h, {m[3]:.1f} over 1 h ({len(v)} seed{'' if len(v) == 1 else 's'})")
+        print(f"| {label} | " + " | ".join(out) + " |")
+
+
 def cmd_classload(a):
     clusters = names(a.clusters)
     os.makedirs(a.traces, exist_ok=True)
@@ -699,7 +779,19 @@ def main():
     t.add_argument("--jct-baseline", default="kueue-tas-best")
     t.add_argument("--wait-baseline", default="slurm-tree-best")
     t.add_argument("--interval", action="store_true", help="each mean with its 95 %% half-width")
+    w = sub.add_parser("waits", help="the whole spread of the large gangs' waits, not the "
+                       "longest alone: mean, p95, longest and how many over an hour, per policy")
+    w.add_argument("--base", action="append", default=[])
+    w.add_argument("--row", action="append", required=True,
+                   help="LABEL=DIR or LABEL=DIR:POLICY (default topogang), a row each, in order; "
+                        "DIR `base` for a baseline's own runs")
+    w.add_argument("--cells", required=True, help="CLUSTER:LOAD,... e.g. meta-16k:1,hyperscale-100k:2")
+    w.add_argument("--seeds", default="1,2,3")
+    w.add_argument("--min-gpus", type=int, default=256)
     a = ap.parse_args(argv)
+    if a.cmd == "waits":
+        cmd_waits(a)
+        return
     if a.cmd == "tradeoff":
         cmd_tradeoff(a)
         return

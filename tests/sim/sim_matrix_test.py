@@ -3,7 +3,7 @@
 tolerances, a 256+ gang that never started, and the per-baseline dominance count; classload's
 arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading, stability
 between a matrix and a perturbed copy, run --load-factor (with a stand-in binary), gap's
-ratios to the lower bound, and tradeoff's paired rows."""
+ratios to the lower bound, tradeoff's paired rows, and the spread of the large gangs' waits."""
 import csv
 import io
 import os
@@ -382,6 +382,69 @@ class Tradeoff(unittest.TestCase):
                 self.assertNotEqual(p.returncode, 0)
                 self.assertIn(msg, p.stderr)
                 self.assertEqual(p.stdout, "")
+
+
+def write_jobs(root, run, policy, jobs):
+    """A jobs-POLICY.csv of (gpus, arrival_s, start_s) rows; start -1: never started."""
+    os.makedirs(os.path.join(root, run), exist_ok=True)
+    with open(os.path.join(root, run, f"jobs-{policy}.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "arrival_s", "start_s", "end_s", "gpus"])
+        for i, (gpus, arrival, start) in enumerate(jobs):
+            w.writerow([f"j{i}", arrival, start, -1 if start < 0 else start + 60, gpus])
+
+
+class Waits(unittest.TestCase):
+    """waits: per cell, the mean over the seeds of each run's mean / p95 / longest wait of the
+    large gangs and of how many waited over an hour."""
+
+    def run_waits(self, *args):
+        return subprocess.run([sys.executable, SCRIPT, "waits", *args],
+                              capture_output=True, text=True)
+
+    def test_spread_of_the_large_gangs_waits(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
+            # The candidate. Seed 1: 256+ waits 0 and 2 h (mean 1 h; p95 by nearest rank, the
+            # 2nd of 2: 2 h; longest 2 h; 1 over an hour); the 128-GPU job's 10 h is not counted.
+            # Seed 2: 0, 1, 1 and 4 h (mean 1.5 h, p95 = the 4th of 4 = 4 h, longest 4 h; a wait
+            # of exactly 1 h is not over it: 1). Means: 1.25 / 3.00 / 3.00 h, 1.0.
+            write_jobs(cand, "meta-16k-L1-s1", "topogang",
+                       [(256, 100, 100), (512, 0, 7200), (128, 0, 36000)])
+            write_jobs(cand, "meta-16k-L1-s2", "topogang",
+                       [(256, 0, 0), (256, 0, 3600), (1024, 50, 3650), (2048, 0, 14400)])
+            # Seed 3 has no baseline run: left out for every row.
+            write_jobs(cand, "meta-16k-L1-s3", "topogang", [(256, 0, 99999)])
+            # slurm-tree-best: 0.5 h, then 1.5 h (over an hour once): 1.00 / 1.00 / 1.00 h, 0.5.
+            write_jobs(base, "meta-16k-L1-s1", "slurm-tree-best", [(256, 0, 1800)])
+            write_jobs(base, "meta-16k-L1-s2", "slurm-tree-best", [(256, 0, 5400)])
+            p = self.run_waits("--base", base, "--row", f"c={cand}", "--row",
+                               "s=base:slurm-tree-best", "--cells", "meta-16k:1",
+                               "--seeds", "1,2,3")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = p.stdout.splitlines()
+            self.assertEqual(lines[2], "| policy | `meta-16k` 1\u00d7 |")
+            self.assertEqual(lines[4], "| c | 1.25 / 3.00 / 3.00 h, 1.0 over 1 h (2 seeds) |")
+            self.assertEqual(lines[5], "| s | 1.00 / 1.00 / 1.00 h, 0.5 over 1 h (2 seeds) |")
+
+    def test_a_gang_that_never_started_and_a_run_without_large_gangs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            cand = os.path.join(tmp, "cand")
+            # Seed 1: one 256+ gang never started: it waited forever. Seed 2 has no 256+ gang
+            # at all and says nothing about their waits: left out.
+            write_jobs(cand, "meta-16k-L1-s1", "topogang", [(256, 0, -1), (256, 0, 0)])
+            write_jobs(cand, "meta-16k-L1-s2", "topogang", [(8, 0, 0)])
+            p = self.run_waits("--row", f"c={cand}", "--cells", "meta-16k:1", "--seeds", "1,2")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout.splitlines()[4],
+                             "| c | inf / inf / inf h, 1.0 over 1 h (1 seed) |")
+
+    def test_bad_cells_are_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.run_waits("--row", f"x={tmp}", "--cells", "meta-16k")
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("CLUSTER:LOAD", p.stderr)
+            self.assertEqual(p.stdout, "")
 
 
 if __name__ == "__main__":
