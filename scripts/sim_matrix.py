@@ -563,6 +563,17 @@ def parse_row(spec):
     return label, d, pol or "topogang"
 
 
+def parse_cells(spec):
+    """CLUSTER:LOAD,... of --cells as (cluster, load) pairs."""
+    cells = []
+    for c in spec.split(","):
+        cluster, sep, load = c.partition(":")
+        if not sep or not cluster or not load:
+            raise SystemExit(f"--cells {c!r}: expected CLUSTER:LOAD, e.g. meta-16k:1")
+        cells.append((cluster, load))
+    return cells
+
+
 def tradeoff_figure(v, unit, dec, interval):
     """The mean of v as the doc's tables write it: signed, a typographic minus, no "-0.0", and
     with --interval its 95 % half-width."""
@@ -582,12 +593,7 @@ def cmd_tradeoff(a):
     difference of mean and p95 JCT against --jct-baseline (%) and of the longest 256+ wait against
     --wait-baseline (hours). Two baselines that each lead on some metric are the two ends of a
     trade-off; a row meets the bar in a cell only where all three are at or below zero."""
-    cells = []
-    for c in a.cells.split(","):
-        cluster, sep, load = c.partition(":")
-        if not sep or not cluster or not load:
-            raise SystemExit(f"--cells {c!r}: expected CLUSTER:LOAD, e.g. meta-16k:1")
-        cells.append((cluster, load))
+    cells = parse_cells(a.cells)
     seeds = a.seeds.split(",")
     rows = [parse_row(spec) for spec in a.row]
     print("| variant | " + " | ".join(f"`{c}` {l}\u00d7" for c, l in cells) + " |")
@@ -642,12 +648,7 @@ def cmd_waits(a):
     waited over an hour. The bar reads the longest wait alone; this shows whether a policy keeps
     it short by lengthening the others, or serves those gangs better throughout. A seed counts
     only where every row has its jobs file."""
-    cells = []
-    for c in a.cells.split(","):
-        cluster, sep, load = c.partition(":")
-        if not sep or not cluster or not load:
-            raise SystemExit(f"--cells {c!r}: expected CLUSTER:LOAD, e.g. meta-16k:1")
-        cells.append((cluster, load))
+    cells = parse_cells(a.cells)
     rows = [parse_row(spec) for spec in a.row]
 
     def jobs_file(d, pol, name):

@@ -27,6 +27,11 @@ def write(root, run, rows):
             w.writerow(r)
 
 
+def run_script(cmd, *args):
+    """sim_matrix.py CMD ARGS, its output captured; it may fail."""
+    return subprocess.run([sys.executable, SCRIPT, cmd, *args], capture_output=True, text=True)
+
+
 def compare(base, cand, *extra, seeds="1"):
     return subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
                            "--clusters", "meta-16k", "--seeds", seeds, *extra],
@@ -327,8 +332,7 @@ class Tradeoff(unittest.TestCase):
     and of the longest 256+ wait against another, a markdown row per variant."""
 
     def run_tradeoff(self, *args):
-        return subprocess.run([sys.executable, SCRIPT, "tradeoff", *args],
-                              capture_output=True, text=True)
+        return run_script("tradeoff", *args)
 
     def test_paired_means_against_two_baselines(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -399,8 +403,7 @@ class Waits(unittest.TestCase):
     large gangs and of how many waited over an hour."""
 
     def run_waits(self, *args):
-        return subprocess.run([sys.executable, SCRIPT, "waits", *args],
-                              capture_output=True, text=True)
+        return run_script("waits", *args)
 
     def test_spread_of_the_large_gangs_waits(self):
         with tempfile.TemporaryDirectory() as tmp:
