@@ -154,13 +154,18 @@ def verdict(metric, cand, best):
     return "L" if rel > 0.005 else ("W" if rel < -0.005 else "T")
 
 
+def run_files(dirs, name, filename):
+    """The paths of one run's `filename` that exist under `dirs`, in their order (a later dir
+    overrides an earlier one)."""
+    paths = (os.path.join(d, name, filename) for d in dirs)
+    return [p for p in paths if os.path.exists(p)]
+
+
 def matrix_rows(dirs, name):
     """{policy: metrics} of one run from `dirs` (a later dir overrides an earlier one)."""
     got = {}
-    for d in dirs:
-        p = os.path.join(d, name, "summary.csv")
-        if os.path.exists(p):
-            got.update({pol: metrics(row) for pol, row in read_summary(p).items()})
+    for p in run_files(dirs, name, "summary.csv"):
+        got.update({pol: metrics(row) for pol, row in read_summary(p).items()})
     return got
 
 
@@ -574,6 +579,12 @@ def parse_cells(spec):
     return cells
 
 
+def print_table_head(first, cells):
+    """The head of a markdown table with a column per (cluster, load) cell."""
+    print(f"| {first} | " + " | ".join(f"`{c}` {l}\u00d7" for c, l in cells) + " |")
+    print("| --- |" + " --- |" * len(cells))
+
+
 def tradeoff_figure(v, unit, dec, interval):
     """The mean of v as the doc's tables write it: signed, a typographic minus, no "-0.0", and
     with --interval its 95 % half-width."""
@@ -596,8 +607,7 @@ def cmd_tradeoff(a):
     cells = parse_cells(a.cells)
     seeds = a.seeds.split(",")
     rows = [parse_row(spec) for spec in a.row]
-    print("| variant | " + " | ".join(f"`{c}` {l}\u00d7" for c, l in cells) + " |")
-    print("| --- |" + " --- |" * len(cells))
+    print_table_head("variant", cells)
     for label, d, pol in rows:
         out = []
         for cluster, load in cells:
@@ -652,12 +662,8 @@ def cmd_waits(a):
     rows = [parse_row(spec) for spec in a.row]
 
     def jobs_file(d, pol, name):
-        found = None
-        for folder in (a.base if d == "base" else [d]):  # a later --base overrides
-            p = os.path.join(folder, name, f"jobs-{pol}.csv")
-            if os.path.exists(p):
-                found = p
-        return found
+        found = run_files(a.base if d == "base" else [d], name, f"jobs-{pol}.csv")
+        return found[-1] if found else None
 
     per_cell = []
     for cluster, load in cells:
@@ -676,8 +682,7 @@ def cmd_waits(a):
     print(f"mean / p95 / longest wait of the gangs of {a.min_gpus}+ GPUs, and how many waited "
           "over an hour (means over the seeds)")
     print()
-    print("| policy | " + " | ".join(f"`{c}` {l}\u00d7" for c, l in cells) + " |")
-    print("| --- |" + " --- |" * len(cells))
+    print_table_head("policy", cells)
     for label, _, _ in rows:
         out = []
         for got in per_cell:
