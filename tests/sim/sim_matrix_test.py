@@ -185,17 +185,26 @@ class Paired(unittest.TestCase):
             # Load 3: +10, +11, +12 %: mean 11, sd 1, t(2 df) 4.303: half-width 2.5, lost both ways.
             for s, m in enumerate([110, 111, 112], start=1):
                 run("3", s, m)
+            # Load 0.5: -10, -11, -12 %: mean -11 +- 2.5, so even the interval's worse end (-8.5) is
+            # ahead; p95, goodput and the wait are equal in every seed (difference 0 +- 0, within
+            # the tolerance), and the other baselines are further behind: the one cell shown.
+            # Loads 1 and 2 are not shown: their worse ends (+68.5, +24.3) are past 0.5.
+            for s, m in enumerate([90, 89, 88], start=1):
+                run("0.5", s, m)
             out = compare(base, cand, "--paired", seeds="1,2,3")
             rows = {l.split()[1]: l for l in out.splitlines() if l.startswith("meta-16k ")
                     and "worst" not in l and len(l.split()) > 8}
             self.assertIn("mean KTb +5.0+-63.5", rows["1"], out)
-            self.assertTrue(rows["1"].endswith("L/-"), rows["1"])
+            self.assertTrue(rows["1"].endswith("L/- ?"), rows["1"])
             self.assertIn("mean KTb -7.5+-31.8", rows["2"], out)
-            self.assertTrue(rows["2"].endswith("-/-"), rows["2"])
+            self.assertTrue(rows["2"].endswith("-/- ?"), rows["2"])
             self.assertIn("mean KTb +11.0+-2.5", rows["3"], out)
-            self.assertTrue(rows["3"].endswith("L/L"), rows["3"])
-            self.assertIn("with no metric lost to any baseline: 1 of 3 by the mean, 2 of 3 beyond",
-                          out)
+            self.assertTrue(rows["3"].endswith("L/L ?"), rows["3"])
+            self.assertIn("mean KTb -11.0+-2.5", rows["0.5"], out)
+            self.assertTrue(rows["0.5"].endswith("-/- -"), rows["0.5"])
+            self.assertIn("with no metric lost to any baseline: 2 of 4 by the mean, 3 of 4 beyond "
+                          "the 95 % interval; shown to match or beat every baseline on every "
+                          "metric (the interval's worse end within the tolerance): 1 of 4", out)
 
 
 class Stability(unittest.TestCase):
