@@ -28,7 +28,8 @@ with its 95 % confidence interval (Student's t); --ratios the geometric mean ove
 candidate / best baseline per metric (how far from the bar, where W/T/L only counts sides);
 --paired reads the bar per (cluster, load) against each baseline: the mean paired difference over
 the seeds with its 95 % interval, and whether even the interval's worse end is within the tie
-tolerance everywhere (the cell shown to match or beat every baseline). Every compare ends with the runs that meet the whole bar.
+tolerance everywhere (the cell shown to match or beat every baseline). Every compare ends with
+the runs that meet the whole bar.
 `run --load-factor 1.001` simulates the same jobs with arrivals 0.1 % denser, under the matrix's
 load names; `stability --a MATRIX --b PERTURBED` then shows how far each policy's figures and the
 candidate's verdicts move under so small a change (both with all seven policies).
@@ -367,12 +368,12 @@ def paired_table(loaded):
         met["significant"] += not lost_sig
         met["shown"] += shown
         n = len(next(iter(d.values())))
-        out.append(f"{cluster:18s} {load:>4s}  {n:5d}  {'  '.join(parts):78s} "
-                   f"{'L' if lost_point else '-'}/{'L' if lost_sig else '-'} {'-' if shown else '?'}")
+        flags = f"{'L' if lost_point else '-'}/{'L' if lost_sig else '-'} {'-' if shown else '?'}"
+        out.append(f"{cluster:18s} {load:>4s}  {n:5d}  {'  '.join(parts):78s} {flags}")
     out.append(f"(cluster, load) cells with no metric lost to any baseline: {met['point']} of "
-               f"{len(cells)} by the mean, {met['significant']} of {len(cells)} beyond the 95 % interval; "
-               f"shown to match or beat every baseline on every metric (the interval's worse end "
-               f"within the tolerance): {met['shown']} of {len(cells)}")
+               f"{len(cells)} by the mean, {met['significant']} of {len(cells)} beyond the 95 % "
+               f"interval; shown to match or beat every baseline on every metric (the interval's "
+               f"worse end within the tolerance): {met['shown']} of {len(cells)}")
     return "\n".join(out)
 
 

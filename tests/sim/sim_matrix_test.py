@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/sim_matrix.py compare on hand-made summaries: best of six per metric, the tie
 tolerances, a 256+ gang that never started, and the per-baseline dominance count; classload's
-arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading, stability
+arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading (and the cells shown), stability
 between a matrix and a perturbed copy, run --load-factor (with a stand-in binary), gap's
 ratios to the lower bound, tradeoff's paired rows, and the spread of the large gangs' waits."""
 import csv
