@@ -155,7 +155,11 @@ class ClientThrottleEndToEnd : public ::testing::Test {
 
 // 20 pods on free nodes, bound by kube-scheduler's own pods/binding POSTs: at 5 QPS with a burst
 // of 1 the bindings land 0.2 s apart, 3.8 s from the first to the last (virtual time); without a
-// limit they all land in well under a second.
+// limit they all land in well under a second. The spans are read where the informer saw each
+// binding, which on a loaded machine lags by tens of real milliseconds (a virtual second at this
+// time scale is 50 ms): seen 3.53-3.58 s and 1.16-1.50 s with four copies of this test running
+// at once. So the bounds keep that much room (3 s, 2 s) and still tell the two apart; the token
+// count is exact.
 TEST_F(ClientThrottleEndToEnd, OwnBindingsWaitForTheirTokens) {
   for (int i = 0; i < 20; ++i)
     api_.PutNode(topogang::testing::MakeNode(absl::StrCat("n", i), 8, {}));
@@ -182,10 +186,10 @@ TEST_F(ClientThrottleEndToEnd, OwnBindingsWaitForTheirTokens) {
     const absl::Duration span = *std::max_element(bound.begin(), bound.end()) -
                                 *std::min_element(bound.begin(), bound.end());
     if (qps > 0) {
-      EXPECT_GE(span, absl::Milliseconds(3600));
+      EXPECT_GE(span, absl::Seconds(3));
       EXPECT_EQ(emu_->counters().throttled_calls, 19);
     } else {
-      EXPECT_LT(span, absl::Seconds(1));
+      EXPECT_LT(span, absl::Seconds(2));
       EXPECT_EQ(emu_->counters().throttled_calls, 0);
     }
     emu_->Stop();
