@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """scripts/sim_matrix.py compare on hand-made summaries: best of six per metric, the tie
 tolerances, a 256+ gang that never started, and the per-baseline dominance count; classload's
-arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading (and the cells shown), stability
-between a matrix and a perturbed copy, run --load-factor (with a stand-in binary), gap's
-ratios to the lower bound, tradeoff's paired rows, and the spread of the large gangs' waits."""
+arithmetic on a hand-made trace; the whole-bar count, the paired per-baseline reading (and the
+cells shown), stability between a matrix and a perturbed copy, run --load-factor (with a stand-in
+binary), gap's ratios to the lower bound, tradeoff's paired rows, and the spread of the large
+gangs' waits."""
 import csv
 import io
 import os
@@ -27,15 +28,15 @@ def write(root, run, rows):
             w.writerow(r)
 
 
-def run_script(cmd, *args):
-    """sim_matrix.py CMD ARGS, its output captured; it may fail."""
-    return subprocess.run([sys.executable, SCRIPT, cmd, *args], capture_output=True, text=True)
+def run_script(cmd, *args, check=False):
+    """sim_matrix.py CMD ARGS, its output captured; it may fail unless `check`."""
+    return subprocess.run([sys.executable, SCRIPT, cmd, *args], capture_output=True, text=True,
+                          check=check)
 
 
 def compare(base, cand, *extra, seeds="1"):
-    return subprocess.run([sys.executable, SCRIPT, "compare", "--base", base, "--cand", cand,
-                           "--clusters", "meta-16k", "--seeds", seeds, *extra],
-                          capture_output=True, text=True, check=True).stdout
+    return run_script("compare", "--base", base, "--cand", cand, "--clusters", "meta-16k",
+                      "--seeds", seeds, *extra, check=True).stdout
 
 
 class Compare(unittest.TestCase):
@@ -218,9 +219,8 @@ class Stability(unittest.TestCase):
                     write(root, f"meta-16k-L1-s{s}",
                           [[p, ktb if p == "kueue-tas-best" else 200, 1000, 0.5, 0, 0]
                            for p in BASELINES] + [["topogang", tg, 1000, 0.5, 0, 0]])
-            out = subprocess.run([sys.executable, SCRIPT, "stability", "--a", a, "--b", b,
-                                  "--clusters", "meta-16k", "--seeds", "1,2"],
-                                 capture_output=True, text=True, check=True).stdout
+            out = run_script("stability", "--a", a, "--b", b, "--clusters", "meta-16k",
+                             "--seeds", "1,2", check=True).stdout
             rows = {l.split()[0]: l.split() for l in out.splitlines() if "meta-16k" in l}
             # runs, then median / largest per metric: mean JCT moved 20 % and 10 %.
             self.assertEqual(rows["topogang"][2:6], ["2", "20.00", "/", "20.0"], out)
@@ -311,9 +311,8 @@ class Gap(unittest.TestCase):
                 with open(os.path.join(tmp, run, "bound.csv"), "w") as f:
                     f.write("max_wait_256_s,mean_jct_lower_bound_s,p95_jct_lower_bound_s\n"
                             f"inf,100.0,500.0\n10.0,{promised}.0,500.0\n")
-            out = subprocess.run([sys.executable, SCRIPT, "gap", "--dir", tmp, "--clusters",
-                                  "meta-16k", "--seeds", "1,2"],
-                                 capture_output=True, text=True, check=True).stdout
+            out = run_script("gap", "--dir", tmp, "--clusters", "meta-16k", "--seeds", "1,2",
+                             check=True).stdout
             line = [x for x in out.splitlines() if x.startswith("meta-16k")]
             self.assertEqual(len(line), 2, out)
             # p95: 1,000 s over the durations' 500 s for every policy.
@@ -330,8 +329,7 @@ class Gap(unittest.TestCase):
     def test_runs_without_a_bound_are_named(self):
         with tempfile.TemporaryDirectory() as tmp:
             write(tmp, "meta-16k-L2-s1", [["topogang", 150, 1000, 0.5, 20, 0]])
-            p = subprocess.run([sys.executable, SCRIPT, "gap", "--dir", tmp, "--clusters",
-                                "meta-16k", "--seeds", "1"], capture_output=True, text=True)
+            p = run_script("gap", "--dir", tmp, "--clusters", "meta-16k", "--seeds", "1")
             self.assertNotEqual(p.returncode, 0)
             self.assertIn("--lower-bound-max-wait-256 best", p.stderr)
 
