@@ -1,10 +1,9 @@
-// A scheduler extender for the emulator's own tests: a cpprest listener on 127.0.0.1 that
+// A scheduler extender for the emulator's own tests: a LoopbackHttpServer on 127.0.0.1 that
 // records every request and answers through a test-supplied handler (test-only, header-only).
-// A handler may block (to hold a bind); each request is served on its own listener thread.
+// A handler may block (to hold a bind); each connection is served on its own thread.
 #pragma once
 
 #include <arpa/inet.h>
-#include <cpprest/http_listener.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "tests/kubesched/api_objects.h"
+#include "tests/support/loopback_http_server.h"
 
 namespace topogang::kubesched::testing {
 
@@ -50,28 +50,12 @@ class FakeExtender {
  public:
   using Handler = std::function<ExtenderReply(const ExtenderRequest&)>;
 
-  // Serves under `prefix` (e.g. "/topogang"); url() includes it.
+  // Serves under `prefix` (e.g. "/topogang"); url() includes it. Other paths are 404.
   explicit FakeExtender(Handler handler, const std::string& prefix = "")
-      : handler_(std::move(handler)) {
-    for (int attempt = 0; attempt < 20 && !listener_; ++attempt) {
-      url_ = "http://127.0.0.1:" + std::to_string(FreeLoopbackPort()) + prefix;
-      try {
-        auto l = std::make_unique<web::http::experimental::listener::http_listener>(url_);
-        l->support([this](web::http::http_request req) { Serve(req); });
-        l->open().wait();
-        listener_ = std::move(l);
-      } catch (...) {
-      }
-    }
-  }
-  ~FakeExtender() {
-    if (listener_) {
-      try {
-        listener_->close().wait();
-      } catch (...) {
-      }
-    }
-  }
+      : handler_(std::move(handler)),
+        prefix_(prefix),
+        server_([this](std::shared_ptr<topogang::testing::HttpExchange> ex) { Serve(*ex); }),
+        url_(server_.url() + prefix) {}
 
   const std::string& url() const { return url_; }
   std::vector<ExtenderRequest> requests() {
@@ -86,39 +70,32 @@ class FakeExtender {
   }
 
  private:
-  void Serve(web::http::http_request req) {
+  void Serve(topogang::testing::HttpExchange& ex) {
+    const topogang::testing::HttpRequest& req = ex.request();
+    if (req.path.rfind(prefix_, 0) != 0) return ex.Reply(404, "", "");
     ExtenderRequest r;
-    r.path = req.relative_uri().path();
+    r.path = req.path;
     r.verb = r.path.substr(r.path.find_last_of('/') + 1);
-    if (r.verb.empty()) r.verb = r.path;
-    r.path = req.request_uri().path();
-    auto header = [&](const char* name) {
-      return req.headers().has(name) ? req.headers().find(name)->second : std::string();
-    };
-    r.content_type = header("Content-Type");
-    r.user_agent = header("User-Agent");
-    r.accept_encoding = header("Accept-Encoding");
-    r.body = req.extract_utf8string(true).get();
+    if (r.verb.empty()) r.verb = r.path.substr(prefix_.size());
+    r.content_type = req.Header("Content-Type");
+    r.user_agent = req.Header("User-Agent");
+    r.accept_encoding = req.Header("Accept-Encoding");
+    r.body = req.body;
     {
       std::lock_guard<std::mutex> lock(mu_);
       requests_.push_back(r);
     }
     ExtenderReply reply = handler_(r);
-    web::http::http_response resp(static_cast<web::http::status_code>(reply.status));
-    resp.set_body(reply.body, "application/json");
-    req.reply(resp).then([](pplx::task<void> t) {
-      try {
-        t.get();
-      } catch (...) {
-      }
-    });
+    ex.Reply(reply.status, reply.body);
   }
 
   Handler handler_;
-  std::string url_;
-  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  const std::string prefix_;
   std::mutex mu_;
   std::vector<ExtenderRequest> requests_;
+  // Last but for url_: stopped (its threads joined) before the members its handler uses go.
+  topogang::testing::LoopbackHttpServer server_;
+  const std::string url_;
 };
 
 }  // namespace topogang::kubesched::testing

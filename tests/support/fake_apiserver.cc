@@ -2,9 +2,6 @@
 // tests reach over HTTP; its handlers share one lock and one history of changes.
 #include "tests/support/fake_apiserver.h"
 
-#include <cpprest/http_listener.h>
-#include <cpprest/producerconsumerstream.h>
-
 #include <algorithm>
 #include <stdexcept>
 
@@ -13,61 +10,30 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "common/free_port.h"
-#include "extender/http_server.h"
+#include "tests/support/loopback_http_server.h"
 
 namespace topogang::testing {
 
-using web::http::http_request;
-using web::http::http_response;
-using web::http::methods;
-using web::http::status_codes;
-using web::http::experimental::listener::http_listener;
-
 struct FakeApiServer::Watch : std::enable_shared_from_this<FakeApiServer::Watch> {
   std::string kind;
-  concurrency::streams::producer_consumer_buffer<uint8_t> buf;
-  bool closed = false;
+  std::shared_ptr<ReplyStream> stream;  // the watch's chunked reply: one event per line
   // SetWatchLag: the stream's writes and its close go through `lag`, in order. `closing` is set
   // at once, under the server's lock, so nothing is written after a close that is still due.
   LaggedDelivery* lag = nullptr;
   bool closing = false;
 
   // Called under the server's lock (a lagged watch's: on the delivery thread, which never takes
-  // it; producer_consumer_buffer is synchronised), so nothing here may wait: the stream's tasks
-  // finish on cpprestsdk's thread pool, whose threads may all be request handlers waiting for
-  // that lock (64 bindings at once deadlocked the server). producer_consumer_buffer copies the
-  // bytes before putn_nocopy returns; the continuations only observe errors (an unobserved task
-  // exception terminates) and keep the bytes alive for form's sake.
+  // it). Nothing here waits: ReplyStream queues the bytes for the connection's own thread.
   void Write(const std::string& s) {
-    if (lag == nullptr) return WriteNow(s);
+    if (lag == nullptr) return stream->Write(s);
     if (closing) return;
-    lag->Post([self = shared_from_this(), s] { self->WriteNow(s); });
+    lag->Post([self = shared_from_this(), s] { self->stream->Write(s); });
   }
   void Close() {
-    if (lag == nullptr) return CloseNow();
+    if (lag == nullptr) return stream->Close();
     if (closing) return;
     closing = true;
-    lag->Post([self = shared_from_this()] { self->CloseNow(); });
-  }
-  void WriteNow(const std::string& s) {
-    if (closed) return;
-    auto bytes = std::make_shared<std::string>(s);
-    buf.putn_nocopy(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size())
-        .then([bytes](pplx::task<size_t> t) { Observe(t); });
-    buf.sync().then([](pplx::task<void> t) { Observe(t); });
-  }
-  void CloseNow() {
-    if (closed) return;
-    closed = true;
-    buf.close(std::ios_base::out).then([](pplx::task<void> t) { Observe(t); });
-  }
-  template <typename T>
-  static void Observe(pplx::task<T>& t) {
-    try {
-      t.get();
-    } catch (...) {
-    }
+    lag->Post([self = shared_from_this()] { self->stream->Close(); });
   }
 };
 
@@ -86,20 +52,9 @@ Json MakeNode(const std::string& name, int gpus, const std::map<std::string, std
 
 namespace {
 
-// Sends `r`; a client that hung up meanwhile is no error here.
-void Send(http_request req, const http_response& r) {
-  req.reply(r).then([](pplx::task<void> t) {
-    try {
-      t.get();
-    } catch (...) {
-    }
-  });
-}
-
-void ReplyJson(http_request req, int code, const Json& body) {
-  http_response r(static_cast<web::http::status_code>(code));
-  r.set_body(DumpJson(body), "application/json");
-  Send(req, r);
+// A client that hung up meanwhile is no error here.
+void ReplyJson(const std::shared_ptr<HttpExchange>& req, int code, const Json& body) {
+  req->Reply(code, DumpJson(body));
 }
 
 Json StatusJson(int code, const std::string& reason, const std::string& msg) {
@@ -112,6 +67,17 @@ Json StatusJson(int code, const std::string& reason, const std::string& msg) {
               {"code", code}};
 }
 
+// A query parameter's value, or "" when absent.
+std::string QueryValue(const std::map<std::string, std::string>& query, const std::string& key) {
+  auto it = query.find(key);
+  return it == query.end() ? "" : it->second;
+}
+
+bool IsWatch(const std::map<std::string, std::string>& query) {
+  const std::string w = QueryValue(query, "watch");
+  return w == "1" || w == "true";
+}
+
 std::string PodKey(const Json& pod) {
   return pod["metadata"].value("namespace", "default") + "/" +
          pod["metadata"]["name"].get<std::string>();
@@ -119,31 +85,10 @@ std::string PodKey(const Json& pod) {
 
 }  // namespace
 
-FakeApiServer::FakeApiServer() {
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    int port = PickFreePort();
-    url_ = absl::StrCat("http://127.0.0.1:", port);
-    try {
-      listener_ = std::make_unique<http_listener>(url_ + "/");
-      // The body is read before the handler runs, never with a blocking get() inside it:
-      // handlers run on cpprestsdk's thread pool (40 threads), and 64 concurrent bindings each
-      // waiting there for their own body, which needs a pool thread to arrive, deadlocked it.
-      listener_->support([this](http_request req) {
-        req.extract_utf8string(true).then([this, req](pplx::task<std::string> t) mutable {
-          std::string body;
-          try {
-            body = t.get();
-          } catch (...) {  // a client gone mid-body: handled as an empty body
-          }
-          Handle(&req, body);
-        });
-      });
-      listener_->open().wait();
-      return;
-    } catch (...) {
-      listener_.reset();
-    }
-  }
+FakeApiServer::FakeApiServer()
+    : server_(std::make_unique<LoopbackHttpServer>(
+          [this](std::shared_ptr<HttpExchange> ex) { Handle(ex); })) {
+  url_ = server_->url();
 }
 
 FakeApiServer::~FakeApiServer() {
@@ -156,17 +101,7 @@ FakeApiServer::~FakeApiServer() {
   }
   // Lagged closes are still due: run them (and the writes before them) first.
   if (watch_lag_) watch_lag_->Drain(watch_lag_duration_ + absl::Seconds(5));
-  // The closed watches finish their responses (or fail on a client gone) promptly.
-  for (absl::Time deadline = absl::Now() + absl::Seconds(5);
-       streaming_->load() > 0 && absl::Now() < deadline;) {
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  if (listener_) {
-    try {
-      listener_->close().wait();
-    } catch (...) {
-    }
-  }
+  server_->Stop();
 }
 
 void FakeApiServer::Emit(const std::string& kind, const std::string& type, const Json& obj) {
@@ -412,8 +347,7 @@ void FakeApiServer::SetLeaseOutage(Outage mode, const std::string& bearer_token)
 
 void FakeApiServer::ReleaseHungLocked() {
   for (auto& h : hung_) {
-    ReplyJson(*std::static_pointer_cast<http_request>(h), 503,
-              StatusJson(503, "ServiceUnavailable", "the server is shutting down"));
+    ReplyJson(h, 503, StatusJson(503, "ServiceUnavailable", "the server is shutting down"));
   }
   hung_.clear();
 }
@@ -456,10 +390,10 @@ std::vector<std::string> FakeApiServer::lease_holders() {
 
 // A watch from `resource_version` on: history replayed, then live events (Emit); 410 when the
 // version was compacted away. Called with mu_ held through `lock`.
-void FakeApiServer::ServeWatchLocked(void* request, const std::string& kind,
-                                     const std::string& resource_version,
+void FakeApiServer::ServeWatchLocked(const std::shared_ptr<HttpExchange>& request,
+                                     const std::string& kind, const std::string& resource_version,
                                      std::unique_lock<std::mutex>& lock) {
-  http_request req = *static_cast<http_request*>(request);
+  const auto& req = request;
   ++watch_count_[kind];
   int64_t from = 0;
   if (!resource_version.empty()) (void)absl::SimpleAtoi(resource_version, &from);
@@ -473,21 +407,11 @@ void FakeApiServer::ServeWatchLocked(void* request, const std::string& kind,
   }
   auto w = std::make_shared<Watch>();
   w->kind = kind;
-  if (watch_lag_ && req.headers().has("User-Agent") &&
-      absl::StartsWith(req.headers()["User-Agent"], watch_lag_agent_)) {
+  if (watch_lag_ && !req->request().Header("User-Agent").empty() &&
+      absl::StartsWith(req->request().Header("User-Agent"), watch_lag_agent_)) {
     w->lag = watch_lag_.get();
   }
-  http_response resp(status_codes::OK);
-  resp.headers().add("Content-Type", "application/json");
-  resp.set_body(concurrency::streams::istream(w->buf));
-  ++*streaming_;
-  req.reply(resp).then([streaming = streaming_](pplx::task<void> t) {
-    try {
-      t.get();
-    } catch (...) {
-    }
-    --*streaming;
-  });
+  w->stream = req->Stream(200);
   for (const Change& c : history_) {
     if (c.kind == kind && c.rv > from) {
       w->Write(DumpJson(Json{{"type", c.type}, {"object", c.obj}}) + "\n");
@@ -498,10 +422,11 @@ void FakeApiServer::ServeWatchLocked(void* request, const std::string& kind,
 }
 
 // /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]
-void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& parts,
+void FakeApiServer::HandleLease(const std::shared_ptr<HttpExchange>& request,
+                                const std::vector<std::string>& parts,
                                 const std::string& request_body) {
-  http_request req = *static_cast<http_request*>(request);
-  const std::string method = req.method();
+  const auto& req = request;
+  const std::string method = req->request().method;
   const std::string ns = parts[4];
   std::function<void(const std::string&)> hook;
   {
@@ -510,16 +435,15 @@ void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& p
   }
   if (hook) hook(method);
   std::string body;
-  if (method == methods::POST || method == methods::PUT) body = request_body;
+  if (method == "POST" || method == "PUT") body = request_body;
   std::lock_guard<std::mutex> lock(mu_);
   ++lease_requests_[method];
   cv_.notify_all();
   if (lease_outage_ != Outage::kNone) {
-    std::string auth;
-    if (req.headers().has("Authorization")) auth = req.headers()["Authorization"];
+    const std::string auth = req->request().Header("Authorization");
     if (outage_token_.empty() || auth == "Bearer " + outage_token_) {
       if (lease_outage_ == Outage::kHang) {
-        hung_.push_back(std::make_shared<http_request>(req));
+        hung_.push_back(req);
         return;
       }
       return ReplyJson(req, 503, StatusJson(503, "ServiceUnavailable", "etcd is unavailable"));
@@ -528,7 +452,7 @@ void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& p
   auto bad = [&](const std::string& msg) {
     return ReplyJson(req, 400, StatusJson(400, "BadRequest", msg));
   };
-  if (parts.size() == 6 && method == methods::POST) {
+  if (parts.size() == 6 && method == "POST") {
     Json obj = Json::parse(body, nullptr, false);
     const std::string name = StrAt(obj, "metadata", "name");
     if (name.empty()) return bad("Lease: metadata.name required");
@@ -554,16 +478,13 @@ void FakeApiServer::HandleLease(void* request, const std::vector<std::string>& p
         req, 404,
         StatusJson(404, "NotFound", "leases.coordination.k8s.io \"" + name + "\" not found"));
   }
-  if (method == methods::GET) {
+  if (method == "GET") {
     if (!it->second.raw.empty()) {
-      http_response r(status_codes::OK);
-      r.set_body(it->second.raw, "application/json");
-      Send(req, r);
-      return;
+      return req->Reply(200, it->second.raw);
     }
     return ReplyJson(req, 200, it->second.obj);
   }
-  if (method == methods::PUT) {
+  if (method == "PUT") {
     Json obj = Json::parse(body, nullptr, false);
     if (StrAt(obj, "metadata", "name") != name) {
       return bad("Lease: metadata.name must match the URL");
@@ -633,9 +554,10 @@ int FakeApiServer::discovery_requests() {
 }
 
 // /apis/<group>/<version> (discovery) and /apis/<group>/<version>/<resource> (list, watch).
-void FakeApiServer::HandleCustom(void* request, const std::vector<std::string>& parts) {
-  http_request req = *static_cast<http_request*>(request);
-  auto query = web::uri::split_query(req.relative_uri().query());
+void FakeApiServer::HandleCustom(const std::shared_ptr<HttpExchange>& request,
+                                 const std::vector<std::string>& parts) {
+  const auto& req = request;
+  const auto& query = req->request().query;
   const std::string gv = parts[1] + "/" + parts[2];
   std::unique_lock<std::mutex> lock(mu_);
   if (parts.size() == 3) {
@@ -669,8 +591,8 @@ void FakeApiServer::HandleCustom(void* request, const std::vector<std::string>& 
                      StatusJson(403, "Forbidden",
                                 parts[3] + "." + parts[1] + " is forbidden: User cannot list"));
   }
-  if (query.count("watch") && (query["watch"] == "1" || query["watch"] == "true")) {
-    return ServeWatchLocked(&req, kind, query["resourceVersion"], lock);
+  if (IsWatch(query)) {
+    return ServeWatchLocked(req, kind, QueryValue(query, "resourceVersion"), lock);
   }
   ++lists_[kind];
   Json items = Json::array();
@@ -683,8 +605,9 @@ void FakeApiServer::HandleCustom(void* request, const std::vector<std::string>& 
   ReplyJson(req, 200, list);
 }
 
-void FakeApiServer::Reply(void* request, int code, const Json& body) {
-  ReplyJson(*static_cast<http_request*>(request), code, body);
+void FakeApiServer::Reply(const std::shared_ptr<HttpExchange>& request, int code,
+                          const Json& body) {
+  ReplyJson(request, code, body);
 }
 
 Json FakeApiServer::StatusBody(int code, const std::string& reason, const std::string& message) {
@@ -701,42 +624,42 @@ std::vector<std::string> FakeApiServer::authorizations() {
   return authorizations_;
 }
 
-void FakeApiServer::Handle(void* request, const std::string& body) {
-  http_request req = *static_cast<http_request*>(request);
-  const std::string path = req.relative_uri().path();
-  auto query = web::uri::split_query(req.relative_uri().query());
+void FakeApiServer::Handle(const std::shared_ptr<HttpExchange>& request) {
+  const auto& req = request;
+  const std::string& path = req->request().path;
+  const std::string& body = req->request().body;
+  const auto& query = req->request().query;
   std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
   {
-    std::string auth;
-    if (req.headers().has("Authorization")) auth = req.headers()["Authorization"];
+    const std::string auth = req->request().Header("Authorization");
     std::lock_guard<std::mutex> lock(mu_);
     authorizations_.push_back(auth);
     if (!required_token_.empty() && auth != "Bearer " + required_token_) {
       return ReplyJson(req, 401, StatusJson(401, "Unauthorized", "Unauthorized"));
     }
   }
-  if (req.method() == methods::POST && parts.size() == 4 && parts[0] == "apis" &&
+  if (req->request().method == "POST" && parts.size() == 4 && parts[0] == "apis" &&
       parts[2] == "v1" && parts[1] == "authentication.k8s.io" && parts[3] == "tokenreviews") {
-    return HandleTokenReview(&req, body);
+    return HandleTokenReview(req, body);
   }
-  if (req.method() == methods::POST && parts.size() == 4 && parts[0] == "apis" &&
+  if (req->request().method == "POST" && parts.size() == 4 && parts[0] == "apis" &&
       parts[2] == "v1" && parts[1] == "authorization.k8s.io" &&
       parts[3] == "subjectaccessreviews") {
-    return HandleAccessReview(&req, body);
+    return HandleAccessReview(req, body);
   }
   if (parts.size() >= 6 && parts[0] == "apis" && parts[1] == "coordination.k8s.io" &&
       parts[2] == "v1" && parts[3] == "namespaces" && parts[5] == "leases") {
-    return HandleLease(&req, parts, body);
+    return HandleLease(req, parts, body);
   }
-  if (req.method() == methods::GET && (parts.size() == 3 || parts.size() == 4) &&
+  if (req->request().method == "GET" && (parts.size() == 3 || parts.size() == 4) &&
       parts[0] == "apis") {
-    return HandleCustom(&req, parts);
+    return HandleCustom(req, parts);
   }
   // /api/v1/nodes, /api/v1/pods
-  if (req.method() == methods::GET && parts.size() == 3 && parts[0] == "api" &&
+  if (req->request().method == "GET" && parts.size() == 3 && parts[0] == "api" &&
       (parts[2] == "nodes" || parts[2] == "pods")) {
     const std::string kind = parts[2];
-    const bool watch = query.count("watch") && (query["watch"] == "1" || query["watch"] == "true");
+    const bool watch = IsWatch(query);
     if (!watch) {
       std::function<void(const std::string&)> hook;
       {
@@ -746,7 +669,7 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
       if (hook) hook(kind);
     }
     std::unique_lock<std::mutex> lock(mu_);
-    if (watch) return ServeWatchLocked(&req, kind, query["resourceVersion"], lock);
+    if (watch) return ServeWatchLocked(req, kind, QueryValue(query, "resourceVersion"), lock);
     ++lists_[kind];
     Json items = Json::array();
     for (const auto& [k, v] : kind == "nodes" ? nodes_ : pods_) items.push_back(v);
@@ -759,10 +682,9 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
     return ReplyJson(req, 200, list);
   }
   // PATCH /api/v1/nodes/{name} (application/merge-patch+json), as topogangd records drains.
-  if (req.method() == methods::PATCH && parts.size() == 4 && parts[0] == "api" &&
+  if (req->request().method == "PATCH" && parts.size() == 4 && parts[0] == "api" &&
       parts[2] == "nodes") {
-    const std::string type =
-        req.headers().has("Content-Type") ? req.headers()["Content-Type"] : std::string();
+    const std::string type = req->request().Header("Content-Type");
     Json patch = Json::parse(body, nullptr, false);
     if (type.rfind("application/merge-patch+json", 0) != 0 || patch.is_discarded()) {
       return ReplyJson(req, 415, StatusJson(415, "UnsupportedMediaType", "not a merge patch"));
@@ -783,8 +705,8 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
   // /api/v1/namespaces/{ns}/pods/{name}[/binding], /api/v1/namespaces/{ns}/events
   if (parts.size() >= 5 && parts[0] == "api" && parts[2] == "namespaces") {
     const std::string ns = parts[3];
-    if (parts[4] == "configmaps") return HandleConfigMap(&req, req.method(), parts, body);
-    if (parts[4] == "events" && req.method() == methods::POST) {
+    if (parts[4] == "configmaps") return HandleConfigMap(req, req->request().method, parts, body);
+    if (parts[4] == "events" && req->request().method == "POST") {
       Json ev = Json::parse(body, nullptr, false);
       std::lock_guard<std::mutex> lock(mu_);
       events_.push_back(ev);
@@ -793,7 +715,7 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
     }
     if (parts[4] == "pods" && parts.size() >= 6) {
       const std::string key = ns + "/" + parts[5];
-      if (parts.size() == 6 && req.method() == methods::GET) {
+      if (parts.size() == 6 && req->request().method == "GET") {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = pods_.find(key);
         if (it == pods_.end()) return ReplyJson(req, 404, StatusJson(404, "NotFound", "not found"));
@@ -801,7 +723,7 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
       }
       // PATCH .../pods/{name}/status: kube-scheduler's PodScheduled condition
       // (pkg/scheduler/util/utils.go PatchPodStatus: a strategic merge patch of the status).
-      if (parts.size() == 7 && parts[6] == "status" && req.method() == methods::PATCH) {
+      if (parts.size() == 7 && parts[6] == "status" && req->request().method == "PATCH") {
         Json patch = Json::parse(body, nullptr, false);
         if (patch.is_discarded() || !patch.is_object()) {
           return ReplyJson(req, 400, StatusJson(400, "BadRequest", "not a JSON object"));
@@ -819,11 +741,11 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
         cv_.notify_all();
         return ReplyJson(req, 200, it->second);
       }
-      if (parts.size() == 7 && parts[6] == "eviction" && req.method() == methods::POST) {
+      if (parts.size() == 7 && parts[6] == "eviction" && req->request().method == "POST") {
         auto dry = query.find("dryRun");
-        return HandleEviction(&req, ns, parts[5], body, dry != query.end() && dry->second == "All");
+        return HandleEviction(req, ns, parts[5], body, dry != query.end() && dry->second == "All");
       }
-      if (parts.size() == 7 && parts[6] == "binding" && req.method() == methods::POST) {
+      if (parts.size() == 7 && parts[6] == "binding" && req->request().method == "POST") {
         Json b = Json::parse(body, nullptr, false);
         std::function<void(const std::string&, const std::string&)> hook;
         bool throttled = false;
@@ -837,11 +759,8 @@ void FakeApiServer::Handle(void* request, const std::string& body) {
           }
         }
         if (throttled) {
-          http_response r(web::http::status_codes::TooManyRequests);
-          r.headers().add("Retry-After", "1");
-          r.set_body("Too many requests, please try again later.\n", "text/plain; charset=utf-8");
-          Send(req, r);
-          return;
+          return req->Reply(429, "Too many requests, please try again later.\n",
+                            "text/plain; charset=utf-8", {{"Retry-After", "1"}});
         }
         if (hook) hook(ns, parts[5]);
         std::lock_guard<std::mutex> lock(mu_);

@@ -1,13 +1,14 @@
-// A fake Kubernetes API server on loopback (cpprest listener) speaking the real JSON: Node and
+// A fake Kubernetes API server on loopback (LoopbackHttpServer) speaking the real JSON: Node and
 // Pod lists with metadata.resourceVersion, chunked watch streams of newline-delimited
 // {"type","object"} events (ADDED/MODIFIED/DELETED/BOOKMARK/ERROR), 410 Gone for compacted
 // resourceVersions, dropped connections, the pods/binding subresource (201, 409 when already
-// bound, 429 as priority and fairness refuses it), Event creation, and coordination.k8s.io/v1 Leases (GET/POST/PUT with optimistic
-// concurrency, plus outages and garbage records for the leader-election tests), and custom
-// resources (PodGroups, JobSets, ...) with discovery (/apis/<group>/<version>), list and watch,
-// and the review APIs the gRPC front end asks about its callers: TokenReview (tokens it knows,
-// with their user, extra, audiences and expiry) and SubjectAccessReview (RBAC grants), answered
-// with the real API server's shapes, codes and messages (fake_apiserver_reviews.cc).
+// bound, 429 as priority and fairness refuses it), Event creation, and coordination.k8s.io/v1
+// Leases (GET/POST/PUT with optimistic concurrency, plus outages and garbage records for the
+// leader-election tests), and custom resources (PodGroups, JobSets, ...) with discovery
+// (/apis/<group>/<version>), list and watch, and the review APIs the gRPC front end asks about its
+// callers: TokenReview (tokens it knows, with their user, extra, audiences and expiry) and
+// SubjectAccessReview (RBAC grants), answered with the real API server's shapes, codes and messages
+// (fake_apiserver_reviews.cc).
 #pragma once
 
 #include <atomic>
@@ -25,11 +26,10 @@
 #include "common/json_util.h"
 #include "tests/support/lagged_delivery.h"
 
-namespace web::http::experimental::listener {
-class http_listener;
-}
-
 namespace topogang::testing {
+
+class HttpExchange;
+class LoopbackHttpServer;
 
 class FakeApiServer {
  public:
@@ -165,17 +165,17 @@ class FakeApiServer {
  private:
   struct Watch;
   void Emit(const std::string& kind, const std::string& type, const Json& obj);
-  void ServeWatchLocked(void* request, const std::string& kind, const std::string& resource_version,
-                        std::unique_lock<std::mutex>& lock);
-  // `body` was read before the handler ran (see the constructor).
-  void Handle(void* request, const std::string& body);
-  void HandleLease(void* request, const std::vector<std::string>& parts, const std::string& body);
-  void HandleConfigMap(void* request, const std::string& method,
+  void ServeWatchLocked(const std::shared_ptr<HttpExchange>& request, const std::string& kind,
+                        const std::string& resource_version, std::unique_lock<std::mutex>& lock);
+  void Handle(const std::shared_ptr<HttpExchange>& request);
+  void HandleLease(const std::shared_ptr<HttpExchange>& request,
+                   const std::vector<std::string>& parts, const std::string& body);
+  void HandleConfigMap(const std::shared_ptr<HttpExchange>& request, const std::string& method,
                        const std::vector<std::string>& parts, const std::string& body);
-  void HandleTokenReview(void* request, const std::string& body);
-  void HandleAccessReview(void* request, const std::string& body);
-  void HandleEviction(void* request, const std::string& ns, const std::string& name,
-                      const std::string& body, bool dry_run);
+  void HandleTokenReview(const std::shared_ptr<HttpExchange>& request, const std::string& body);
+  void HandleAccessReview(const std::shared_ptr<HttpExchange>& request, const std::string& body);
+  void HandleEviction(const std::shared_ptr<HttpExchange>& request, const std::string& ns,
+                      const std::string& name, const std::string& body, bool dry_run);
   struct Budget {
     std::string ns;
     std::map<std::string, std::string> selector;
@@ -184,11 +184,11 @@ class FakeApiServer {
   std::vector<Budget> budgets_;
   std::vector<std::string> evictions_;
   int eviction_dry_runs_ = 0;
-  static void Reply(void* request, int code, const Json& body);
+  static void Reply(const std::shared_ptr<HttpExchange>& request, int code, const Json& body);
   static Json StatusBody(int code, const std::string& reason, const std::string& message);
 
   std::string url_;
-  std::unique_ptr<web::http::experimental::listener::http_listener> listener_;
+  std::unique_ptr<LoopbackHttpServer> server_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   int64_t rv_ = 100;
@@ -206,15 +206,13 @@ class FakeApiServer {
   absl::Duration watch_lag_duration_, watch_lag_per_event_;
   std::string watch_lag_agent_;
   bool shutting_down_ = false;  // the destructor: watches are answered 503
-  // Watch responses still being written: the listener is closed only once they are done, since
-  // cpprestsdk's listener shuts sockets down under a connection writing to them (a crash).
-  std::shared_ptr<std::atomic<int>> streaming_ = std::make_shared<std::atomic<int>>(0);
   std::map<std::string, int> lists_, watch_count_;
   // "group/version/resource" -> ns/name -> object
   std::map<std::string, std::map<std::string, Json>> custom_;
   std::set<std::string> forbidden_;  // "group/resource"
   int discovery_requests_ = 0;
-  void HandleCustom(void* request, const std::vector<std::string>& parts);
+  void HandleCustom(const std::shared_ptr<HttpExchange>& request,
+                    const std::vector<std::string>& parts);
   std::vector<Json> bindings_, events_;
   int node_patches_ = 0, pod_status_patches_ = 0;
   static void MergePodStatusPatch(Json* pod, const Json& patch);
@@ -230,7 +228,7 @@ class FakeApiServer {
   std::map<std::string, int> configmap_requests_;
   Outage lease_outage_ = Outage::kNone;
   std::string outage_token_;
-  std::vector<std::shared_ptr<void>> hung_;  // requests left unanswered (kHang)
+  std::vector<std::shared_ptr<HttpExchange>> hung_;  // requests left unanswered (kHang)
   std::function<void(const std::string&)> lease_hook_;
   std::function<void(const std::string&, const std::string&)> binding_hook_;
   int bindings_to_throttle_ = 0, throttled_bindings_ = 0;

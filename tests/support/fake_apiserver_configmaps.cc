@@ -47,7 +47,8 @@ int FakeApiServer::configmap_requests(const std::string& method) {
   return configmap_requests_[method];
 }
 
-void FakeApiServer::HandleConfigMap(void* request, const std::string& method,
+void FakeApiServer::HandleConfigMap(const std::shared_ptr<HttpExchange>& request,
+                                    const std::string& method,
                                     const std::vector<std::string>& parts,
                                     const std::string& body) {
   const std::string ns = parts[3];

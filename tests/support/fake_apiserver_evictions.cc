@@ -25,7 +25,8 @@ int FakeApiServer::eviction_dry_runs() {
   return eviction_dry_runs_;
 }
 
-void FakeApiServer::HandleEviction(void* request, const std::string& ns, const std::string& name,
+void FakeApiServer::HandleEviction(const std::shared_ptr<HttpExchange>& request,
+                                   const std::string& ns, const std::string& name,
                                    const std::string& body, bool dry_run) {
   Json eviction = Json::parse(body, nullptr, false);
   if (!eviction.is_object() || eviction.value("kind", "") != "Eviction") {

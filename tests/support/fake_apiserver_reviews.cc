@@ -8,8 +8,6 @@
 //   spec names neither user nor group, or not exactly one of resourceAttributes and
 //   nonResourceAttributes; status.allowed/denied/reason) with RBAC's allow-only rules.
 // - Both: 201 Created with the object; 403 Forbidden when the caller's own RBAC lacks create.
-#include <cpprest/http_listener.h>
-
 #include <algorithm>
 #include <ctime>
 
@@ -109,7 +107,8 @@ std::vector<Json> FakeApiServer::access_review_specs() {
   return access_review_specs_;
 }
 
-void FakeApiServer::HandleTokenReview(void* request, const std::string& body) {
+void FakeApiServer::HandleTokenReview(const std::shared_ptr<HttpExchange>& request,
+                                      const std::string& body) {
   Json review = Json::parse(body, nullptr, false);
   std::lock_guard<std::mutex> lock(mu_);
   if (reviews_forbidden_) {
@@ -168,7 +167,8 @@ void FakeApiServer::HandleTokenReview(void* request, const std::string& body) {
   Reply(request, 201, review);
 }
 
-void FakeApiServer::HandleAccessReview(void* request, const std::string& body) {
+void FakeApiServer::HandleAccessReview(const std::shared_ptr<HttpExchange>& request,
+                                       const std::string& body) {
   Json review = Json::parse(body, nullptr, false);
   std::lock_guard<std::mutex> lock(mu_);
   if (reviews_forbidden_) {
