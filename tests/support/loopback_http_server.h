@@ -2,12 +2,14 @@
 // Boost.Beast with one thread per connection and blocking I/O, keep-alive, plain and chunked
 // (streamed) replies, answered from any thread.
 //
-// Why not cpprestsdk's http_listener (the first version): its asio server starts operations on a
-// connection's socket from pool threads with no strand, and closes that socket from others. Once
-// in about 10,000 runs of a kube-scheduler emulator test an operation began on a socket already
-// closed: SIGSEGV in epoll_reactor::start_op (tests/kubesched/README.md). Here each socket is
-// read, written and closed by its own connection thread only; Stop() merely shuts it down (a
-// syscall on a descriptor the thread still owns) to wake a blocked read or write.
+// Why not cpprestsdk's http_listener (the first version): its asio server
+// (Release/src/http/listener/http_server_asio.cpp) closes a connection's socket in
+// connection::close() on whichever thread closes it, while PPL continuations on pool threads
+// start the next operation on that socket, with no strand or lock between them. Once in about
+// 10,000 runs of a kube-scheduler emulator test an operation began on a socket already closed:
+// SIGSEGV in epoll_reactor::start_op (tests/kubesched/README.md). Here each socket is read,
+// written and closed by its own connection thread only; Stop() merely shuts it down (a syscall
+// on a descriptor the thread still owns) to wake a blocked read or write.
 #pragma once
 
 #include <functional>
