@@ -53,7 +53,7 @@ class FakeExtender {
   // Serves under `prefix` (e.g. "/topogang"); url() includes it. Other paths are 404.
   explicit FakeExtender(Handler handler, const std::string& prefix = "")
       : handler_(std::move(handler)),
-        prefix_(prefix),
+        base_(prefix.substr(0, prefix.find_last_not_of('/') + 1)),
         server_([this](std::shared_ptr<topogang::testing::HttpExchange> ex) { Serve(*ex); }),
         url_(server_.url() + prefix) {}
 
@@ -72,11 +72,13 @@ class FakeExtender {
  private:
   void Serve(topogang::testing::HttpExchange& ex) {
     const topogang::testing::HttpRequest& req = ex.request();
-    if (req.path.rfind(prefix_, 0) != 0) return ex.Reply(404, "", "");
+    if (!base_.empty() && req.path != base_ && req.path.rfind(base_ + "/", 0) != 0) {
+      return ex.Reply(404, "", "");
+    }
     ExtenderRequest r;
     r.path = req.path;
     r.verb = r.path.substr(r.path.find_last_of('/') + 1);
-    if (r.verb.empty()) r.verb = r.path.substr(prefix_.size());
+    if (r.verb.empty()) r.verb = r.path.substr(base_.size());
     r.content_type = req.Header("Content-Type");
     r.user_agent = req.Header("User-Agent");
     r.accept_encoding = req.Header("Accept-Encoding");
@@ -90,7 +92,7 @@ class FakeExtender {
   }
 
   Handler handler_;
-  const std::string prefix_;
+  const std::string base_;  // the prefix without its trailing '/'s
   std::mutex mu_;
   std::vector<ExtenderRequest> requests_;
   // Last but for url_: stopped (its threads joined) before the members its handler uses go.

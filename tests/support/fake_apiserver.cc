@@ -390,10 +390,9 @@ std::vector<std::string> FakeApiServer::lease_holders() {
 
 // A watch from `resource_version` on: history replayed, then live events (Emit); 410 when the
 // version was compacted away. Called with mu_ held through `lock`.
-void FakeApiServer::ServeWatchLocked(const std::shared_ptr<HttpExchange>& request,
+void FakeApiServer::ServeWatchLocked(const std::shared_ptr<HttpExchange>& req,
                                      const std::string& kind, const std::string& resource_version,
                                      std::unique_lock<std::mutex>& lock) {
-  const auto& req = request;
   ++watch_count_[kind];
   int64_t from = 0;
   if (!resource_version.empty()) (void)absl::SimpleAtoi(resource_version, &from);
@@ -422,10 +421,9 @@ void FakeApiServer::ServeWatchLocked(const std::shared_ptr<HttpExchange>& reques
 }
 
 // /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]
-void FakeApiServer::HandleLease(const std::shared_ptr<HttpExchange>& request,
+void FakeApiServer::HandleLease(const std::shared_ptr<HttpExchange>& req,
                                 const std::vector<std::string>& parts,
                                 const std::string& request_body) {
-  const auto& req = request;
   const std::string method = req->request().method;
   const std::string ns = parts[4];
   std::function<void(const std::string&)> hook;
@@ -554,9 +552,8 @@ int FakeApiServer::discovery_requests() {
 }
 
 // /apis/<group>/<version> (discovery) and /apis/<group>/<version>/<resource> (list, watch).
-void FakeApiServer::HandleCustom(const std::shared_ptr<HttpExchange>& request,
+void FakeApiServer::HandleCustom(const std::shared_ptr<HttpExchange>& req,
                                  const std::vector<std::string>& parts) {
-  const auto& req = request;
   const auto& query = req->request().query;
   const std::string gv = parts[1] + "/" + parts[2];
   std::unique_lock<std::mutex> lock(mu_);
@@ -624,8 +621,7 @@ std::vector<std::string> FakeApiServer::authorizations() {
   return authorizations_;
 }
 
-void FakeApiServer::Handle(const std::shared_ptr<HttpExchange>& request) {
-  const auto& req = request;
+void FakeApiServer::Handle(const std::shared_ptr<HttpExchange>& req) {
   const std::string& path = req->request().path;
   const std::string& body = req->request().body;
   const auto& query = req->request().query;

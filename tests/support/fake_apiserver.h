@@ -11,7 +11,6 @@
 // (fake_apiserver_reviews.cc).
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
