@@ -301,6 +301,11 @@ void LoopbackHttpServer::AcceptLoop() {
         it = next;
       }
       if (!ec) {
+        // Without it a watch event written right after another small write waits for the
+        // client's delayed ACK (Nagle): tens of ms on loopback, and one client's watch trails
+        // another's (the product's extender server sets it too).
+        beast::error_code ignored;
+        c->socket.set_option(tcp::no_delay(true), ignored);
         c->thread = std::thread([s, c] { Serve(s, c); });
         s->connections.push_back(c);
       }
