@@ -109,5 +109,23 @@ TEST_F(QueueOrderEndToEnd, GangsThatCameWhileTheClusterWasFullStartInArrivalOrde
   StartInArrivalOrder(true);
 }
 
+// KNOWN TO FAIL, not root-caused (docs/extender.md, "What is left"): the first test with
+// topogangd's watches 40 ms behind kube-scheduler's (0.4 s of the emulator's time), as on a
+// cluster where topogangd's informer trails kube-scheduler's. After the first job ends, the gang
+// queue starts g1, not g0 (3 of 3 runs here; 6 of 6 each with the lag at 40 ms or 100 ms, or at
+// 20 ms per event, some failing at a later step). Kept to reproduce it:
+// --gtest_also_run_disabled_tests --gtest_filter='QueueOrderWhileOurWatchTrails.*'
+class QueueOrderWhileOurWatchTrails : public QueueOrderEndToEnd {
+ protected:
+  void SetUp() override {
+    api.SetWatchLag("topogangd/", absl::Milliseconds(40));  // before topogangd opens its watches
+    QueueOrderEndToEnd::SetUp();
+  }
+};
+
+TEST_F(QueueOrderWhileOurWatchTrails, DISABLED_SameSizeGangsStartInArrivalOrder) {
+  StartInArrivalOrder(false);
+}
+
 }  // namespace
 }  // namespace topogang::kubesched

@@ -181,10 +181,15 @@ void Serve(const std::shared_ptr<ServerState>& s, const std::shared_ptr<Connecti
       out.swap(st->chunks);
       ended = st->stream_closed;
       lock.unlock();
-      for (const std::string& chunk : out) {
-        net::write(sock, http::make_chunk(net::buffer(chunk)), ec);
-        if (ec) break;
+      // What queued meanwhile goes out as one chunk: a burst of watch events (a controller
+      // creating a 1,024-pod gang) is then one write, not one per event.
+      std::string joined;
+      if (out.size() == 1) {
+        joined = std::move(out.front());
+      } else {
+        for (const std::string& chunk : out) joined += chunk;
       }
+      if (!joined.empty()) net::write(sock, http::make_chunk(net::buffer(joined)), ec);
       if (!ec && ended) net::write(sock, http::make_chunk_last(), ec);
     }
     if (ec || !keep_alive) break;
