@@ -321,6 +321,19 @@ class GangLedger {
   // (NodesRefusedWithRoom), and those it avoids while a gang of one waits. No hold for it, and no
   // queue pass for another gang, may use them. Both are dropped once nothing waits for the gang.
   std::map<std::string, std::vector<int>> hold_excluded_;
+  // gang -> node -> when a filter first found that node refused with room. topogangd's watch can
+  // trail kube-scheduler's: a pod already running on the node, seen by kube-scheduler and not yet
+  // by us, kept it off the offer, and it only looked free here. When the watch then shows a pod
+  // taking the node within kRecentlyFreed of that refusal, the refusal proves nothing and the
+  // node leaves hold_excluded_ (NoteOccupiedLocked). Left in, the gang could never be planned
+  // there once the node freed, and a younger gang offered it started first. Rebuilt at each
+  // filter of the gang; cleared with hold_excluded_.
+  std::map<std::string, absl::flat_hash_map<int, absl::Time>> refused_since_;
+  // Gang `id`'s filter found `refused` (sorted) refused with room: keeps when each first was.
+  void NoteRefusedWithRoomLocked(const std::string& id, const std::vector<int>& refused,
+                                 absl::Time now);
+  // A pod topogangd had not seen now holds GPUs on `node`: see refused_since_.
+  void NoteOccupiedLocked(const std::string& node, absl::Time now);
   // Pods that wait for their gang (refused, or its reservation dropped), holding no slot: pod key
   // -> gang, and gang -> its pods (until the pod takes a slot: ForgetWaitingPodLocked). When the
   // last of them is deleted the gang leaves the queue at once, not after its TTL.

@@ -201,6 +201,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           if (excluded_.size() > 100000) {
             excluded_.clear();
             hold_excluded_.clear();
+            refused_since_.clear();
           }
           std::vector<int>& ex = excluded_[id];
           ex = NodesNotOffered(s.cluster(), offered);
@@ -219,6 +220,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           }
           std::vector<int>& hold_ex = hold_excluded_[id];
           hold_ex = NodesItMayNeverUseLocked(s, id, ex, exempt, spec.gpus_per_member);
+          NoteRefusedWithRoomLocked(id, hold_ex, now);
           for (int n : NodeIndexes(s.cluster(), *avoid)) {
             ex.push_back(n);
             hold_ex.push_back(n);
@@ -237,6 +239,7 @@ FilterDecision GangLedger::Filter(const PodInfo& pod, const std::vector<std::str
           }
           return admitted;
         }
+        refused_since_.erase(id);
         if (!avoid->empty()) excluded_[id] = hold_excluded_[id] = NodeIndexes(s.cluster(), *avoid);
         auto r = AdmitAvoidingLocked(s, spec, *avoid, now, WaitingSinceLocked(pod));
         excluded_.erase(id);  // planned once; while it waits, queue passes keep off what it avoids

@@ -107,6 +107,44 @@ GangQueue::NodeExclusion GangLedger::ExclusionLocked(const std::string& current)
   };
 }
 
+void GangLedger::NoteRefusedWithRoomLocked(const std::string& id, const std::vector<int>& refused,
+                                           absl::Time now) {
+  absl::flat_hash_map<int, absl::Time> kept;
+  auto since = refused_since_.find(id);
+  for (int n : refused) {
+    absl::Time first = now;
+    if (since != refused_since_.end()) {
+      if (auto it = since->second.find(n); it != since->second.end()) first = it->second;
+    }
+    kept[n] = first;
+  }
+  if (kept.empty()) {
+    refused_since_.erase(id);
+  } else {
+    refused_since_[id] = std::move(kept);
+  }
+}
+
+void GangLedger::NoteOccupiedLocked(const std::string& node, absl::Time now) {
+  if (refused_since_.empty()) return;
+  const int n = state_.With([&](GangScheduler& s) { return s.cluster().FindNode(node); });
+  if (n < 0) return;
+  for (auto it = refused_since_.begin(); it != refused_since_.end();) {
+    auto held = hold_excluded_.find(it->first);
+    if (held == hold_excluded_.end()) {  // nothing waits for that gang any more
+      it = refused_since_.erase(it);
+      continue;
+    }
+    if (auto r = it->second.find(n); r != it->second.end() && now - r->second < kRecentlyFreed) {
+      // The first entry: the refusal (sorted first); one the gang avoids by name follows it.
+      std::vector<int>& nodes = held->second;
+      if (auto pos = absl::c_find(nodes, n); pos != nodes.end()) nodes.erase(pos);
+      it->second.erase(r);
+    }
+    ++it;
+  }
+}
+
 void GangLedger::NoteOfferedLocked(const std::vector<std::string>& offered, int64_t gpus,
                                    absl::Time now) {
   if (freed_at_.empty()) return;

@@ -157,6 +157,8 @@ void GangLedger::ObservePod(const PodInfo& pod) {
   if (auto err = AdoptBoundLocked(pod)) {
     state_.Publish(
         {0, {}, "adopt-failed", SingletonGangId(pod.namespace_, pod.name), pod.node_name, *err});
+  } else {
+    NoteOccupiedLocked(pod.node_name, state_.clock().Now());
   }
 }
 
@@ -361,6 +363,7 @@ absl::Status GangLedger::Rebuild(Cluster cluster, const std::vector<PodInfo>& po
     gangs_.clear();
     excluded_.clear();  // node indexes of the old model
     hold_excluded_.clear();
+    refused_since_.clear();
     preempting_.clear();  // the same; a preemptor plans again at its next filter
     by_pod_.clear();
     pending_.clear();

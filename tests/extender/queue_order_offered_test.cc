@@ -99,6 +99,40 @@ TEST(QueueOrderOfferedTest, ANodeRefusedWithRoomOnceStaysRefusedWhileFull) {
   EXPECT_EQ(f.state.With([](GangScheduler& s) { return s.Find("default/old") != nullptr; }), false);
 }
 
+// The other watch race: a job already runs on n0, in kube-scheduler's cache and not yet in
+// topogangd's model, so the old gang is not offered n0 while it looks free here: "refused with
+// room". The watch shows the job moments later, which explains the refusal: n0 is not one the
+// gang may never use, and once the job ends the queue starts the old gang there, though the
+// young one asks first. (Kept as refused, n0 would stay so while not offered, i.e. as long as the
+// job ran, and the young gang would start.)
+// `lag`: how far topogangd's watch trails. Returns the nodes the young gang's filter gets once
+// the job ends (none: the old gang started).
+std::vector<std::string> YoungAsksFirstAfterAJobTheWatchShowedLate(absl::Duration lag) {
+  t::ServiceFixture f(2);
+  const std::string n0 = f.names[0], n1 = f.names[1];
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("old", 0), {n1}).node_names.empty());
+  auto job = ParsePod(t::RunningPod("job-0", 8, n0), "nvidia.com/gpu");
+  EXPECT_TRUE(job.ok()) << job.status();
+  f.clock.Advance(lag);
+  f.ledger.ObservePod(*job);
+  f.clock.Advance(absl::Seconds(30));
+  EXPECT_TRUE(f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n1}).node_names.empty());
+  f.clock.Advance(absl::Seconds(30));
+  f.ledger.PodDeleted(t::FinishedPod("job-0", n0));
+  return f.FilterOffered(TwoWaitingGangs::Pod("young", 0), {n0, n1}).node_names;
+}
+
+TEST(QueueOrderOfferedTest, ANodeRefusedWithRoomThatTheWatchThenShowsTakenIsOneItMayUse) {
+  EXPECT_TRUE(YoungAsksFirstAfterAJobTheWatchShowedLate(absl::Milliseconds(400)).empty())
+      << "the queue starts the old gang, not the young one that asked";
+}
+
+// Shown taken over 10 s (kRecentlyFreed) after the refusal, the node was not busy to
+// kube-scheduler then: the refusal stands (a selector, say), and the young gang starts.
+TEST(QueueOrderOfferedTest, ANodeRefusedWithRoomLongBeforeTheWatchShowsItTakenStaysRefused) {
+  EXPECT_EQ(YoungAsksFirstAfterAJobTheWatchShowedLate(absl::Seconds(11)).size(), 1u);
+}
+
 // The watch race: topogangd sees the job end before kube-scheduler does, so the old gang's next
 // pod is offered only the node that was free before. A node freed moments ago and not offered
 // is no sign the gang may not use it: the old gang starts (its member takes the offered node,
