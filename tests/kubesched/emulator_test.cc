@@ -8,6 +8,7 @@
 #include <atomic>
 #include <set>
 
+#include "common/free_port.h"
 #include "tests/kubesched/fake_extender.h"
 #include "tests/support/fake_apiserver.h"
 
@@ -391,7 +392,7 @@ TEST_F(EmulatorTest, CycleCostPacesTheCycles) {
 
 TEST(EmulatorStart, FailsWithoutAnApiServer) {
   EmulatorOptions o;
-  o.api_server_url = "http://127.0.0.1:" + std::to_string(testing::FreeLoopbackPort());
+  o.api_server_url = "http://127.0.0.1:" + std::to_string(PickFreePort());
   o.sync_timeout = absl::Milliseconds(200);
   Emulator emu(o);
   EXPECT_FALSE(emu.Start().ok());

@@ -3,11 +3,6 @@
 // A handler may block (to hold a bind); each connection is served on its own thread.
 #pragma once
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,23 +13,6 @@
 #include "tests/support/loopback_http_server.h"
 
 namespace topogang::kubesched::testing {
-
-// A port nothing listens on right now (the kernel's pick for port 0).
-inline int FreeLoopbackPort() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
-  }
-  close(fd);
-  return port;
-}
 
 struct ExtenderRequest {
   std::string verb;  // the last path segment: "filter", "prioritize", "bind"

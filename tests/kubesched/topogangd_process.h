@@ -22,8 +22,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/free_port.h"
 #include "tests/kubesched/api_objects.h"
-#include "tests/kubesched/fake_extender.h"
 
 namespace topogang::kubesched::testing {
 
@@ -68,7 +68,7 @@ class TopogangdProcess {
         << "daemon: {bind_window_ms: " << o.bind_window_ms
         << ", bind_parallelism: " << o.bind_parallelism
         << (o.daemon_extra.empty() ? "" : ", " + o.daemon_extra) << "}\n";
-    port_ = o.port > 0 ? o.port : FreeLoopbackPort();
+    port_ = o.port > 0 ? o.port : PickFreePort();
     const std::vector<std::string> args = {"topogangd",
                                            "--kubeconfig",
                                            (dir_ / "kubeconfig").string(),

@@ -1,12 +1,13 @@
 #include "tests/support/loopback_http_server.h"
 
+#include <cpprest/base_uri.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <cctype>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -78,22 +79,15 @@ namespace {
 constexpr size_t kHeaderLimit = 64 * 1024;
 constexpr uint64_t kBodyLimit = 256ull << 20;
 
-std::string PercentDecode(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 1])) &&
-               std::isxdigit(static_cast<unsigned char>(s[i + 2]))) {
-      out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += s[i];
-    }
+// A query component decoded as Go's url.ParseQuery does ('+' is a space, then %XX); kept as sent
+// when it is no valid escape.
+std::string QueryDecode(std::string s) {
+  std::replace(s.begin(), s.end(), '+', ' ');
+  try {
+    return web::uri::decode(s);
+  } catch (const std::exception&) {
+    return s;
   }
-  return out;
 }
 
 HttpRequest ToRequest(http::request<http::string_body>& m) {
@@ -107,8 +101,8 @@ HttpRequest ToRequest(http::request<http::string_body>& m) {
         absl::StrSplit(r.target.substr(q + 1), '&', absl::SkipEmpty());
     for (const std::string& kv : pairs) {
       const size_t eq = kv.find('=');
-      r.query[PercentDecode(kv.substr(0, eq))] =
-          eq == std::string::npos ? "" : PercentDecode(kv.substr(eq + 1));
+      r.query[QueryDecode(kv.substr(0, eq))] =
+          eq == std::string::npos ? "" : QueryDecode(kv.substr(eq + 1));
     }
   }
   for (const auto& f : m) {
@@ -184,11 +178,7 @@ void Serve(const std::shared_ptr<ServerState>& s, const std::shared_ptr<Connecti
       // What queued meanwhile goes out as one chunk: a burst of watch events (a controller
       // creating a 1,024-pod gang) is then one write, not one per event.
       std::string joined;
-      if (out.size() == 1) {
-        joined = std::move(out.front());
-      } else {
-        for (const std::string& chunk : out) joined += chunk;
-      }
+      for (const std::string& chunk : out) joined += chunk;
       if (!joined.empty()) net::write(sock, http::make_chunk(net::buffer(joined)), ec);
       if (!ec && ended) net::write(sock, http::make_chunk_last(), ec);
     }
