@@ -343,14 +343,19 @@ class GangScenarioTest : public ::testing::Test {
 
   // The 1,024-pod gang created at once behind bursty watches, then five 16-GPU pods that fit no
   // 8-GPU node 3 s (cluster time) later, with kube-scheduler's client at `qps` / `burst`: the
-  // longest pause between two of the scheduling loop's decisions (cluster time).
-  absl::Duration LongestLoopPause(double qps, int burst) {
+  // longest pause between two of the scheduling loop's decisions (cluster time), and how many of
+  // kube-scheduler's API calls waited for a token of its client's rate limit.
+  struct LoopPause {
+    absl::Duration longest;
+    int64_t throttled_calls = 0;
+  };
+  LoopPause LongestLoopPause(double qps, int burst) {
     std::set<std::string> cluster = WideCluster();
     StartAll(kReservationTtlSeconds, {.scheduler_per_event = absl::Milliseconds(10),
                                       .daemon_per_event = absl::Milliseconds(20),
                                       .scheduler_client_qps = qps,
                                       .scheduler_client_burst = burst});
-    if (HasFatalFailure()) return absl::ZeroDuration();
+    if (HasFatalFailure()) return {};
     BarrierWatch watch(api_, *emu_, {{"wide", kWideMembers}});
     const absl::Time t0 = absl::Now();
     for (int i = 0; i < kWideMembers; ++i) {
@@ -378,7 +383,7 @@ class GangScenarioTest : public ::testing::Test {
     std::cerr << "client qps " << qps << " burst " << burst << ": " << c.throttled_calls
               << " calls waited, " << c.throttled_wait << " in all; " << c.condition_writes
               << " PodScheduled writes; longest pause of the loop " << longest << "\n";
-    return longest;
+    return {longest, c.throttled_calls};
   }
 
   FakeApiServer api_;
@@ -445,13 +450,20 @@ TEST_F(GangScenarioTest, ThousandPodGangCreatedAtOnceBindsWholeBehindBurstyWatch
 // makes fewer writes per cluster second and the debt may not build (0.8 s once under a full
 // ctest); 20 QPS shows the stall either way.
 TEST_F(GangScenarioTest, ARefusedGangsStatusWritesStallTheLoopBelowTheirRate) {
-  EXPECT_GT(LongestLoopPause(20, 40), absl::Seconds(5));
+  const LoopPause pause = LongestLoopPause(20, 40);
+  EXPECT_GT(pause.throttled_calls, 0);
+  EXPECT_GT(pause.longest, absl::Seconds(5));
 }
 
-// ... and at the shipped 300 / 600 (deploy/scheduler-config.yaml) no call waits and the loop never
-// pauses a second.
+// ... and at the shipped 300 / 600 (deploy/scheduler-config.yaml) no call waits, so nothing stalls
+// the loop. Its longest pause is 0.2-0.4 s (cluster time) on an idle machine, but 0.38-0.95 s in
+// 18 full ctest runs (none waiting) and once 1.04 s: at kScale a loaded machine's 100 ms (wall)
+// between two decisions is a second of cluster time. So the bound is 3 s, still a quarter of the
+// 13-15 s stall at 20 QPS, and the waits themselves are counted.
 TEST_F(GangScenarioTest, ARefusedGangsStatusWritesDoNotStallTheLoopAtTheShippedClientQps) {
-  EXPECT_LT(LongestLoopPause(300, 600), absl::Seconds(1));
+  const LoopPause pause = LongestLoopPause(300, 600);
+  EXPECT_EQ(pause.throttled_calls, 0);
+  EXPECT_LT(pause.longest, absl::Seconds(3));
 }
 
 // Issue #9: two 40 x 8-GPU gangs created interleaved on 48 nodes, which fit only one of them.
