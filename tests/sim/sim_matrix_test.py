@@ -207,6 +207,40 @@ class Paired(unittest.TestCase):
                           "the 95 % interval; shown to match or beat every baseline on every "
                           "metric (the interval's worse end within the tolerance): 1 of 4", out)
 
+    def test_the_wait_against_one_baseline_or_the_one_best_on_mean_jct(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            base, cand = os.path.join(tmp, "base"), os.path.join(tmp, "cand")
+            # Two seeds of one cell: kueue-tas-best has the lowest mean JCT (100 against 200)
+            # and a longest 256+ wait of 5 h; slurm-tree-best the shortest wait, 1 h; the rest
+            # 9 h. The candidate ties every mean, p95 and goodput and waits 3 h: 2 h behind
+            # slurm-tree-best in both seeds (lost beyond the interval: half-width 0), 2 h ahead
+            # of kueue-tas-best.
+            for seed in (1, 2):
+                write(base, f"meta-16k-L1-s{seed}",
+                      [[b, 100 if b == "kueue-tas-best" else 200, 1000, 0.5,
+                        {"kueue-tas-best": 5, "slurm-tree-best": 1}.get(b, 9) * 3600, 0]
+                       for b in BASELINES])
+                write(cand, f"meta-16k-L1-s{seed}", [["topogang", 100, 1000, 0.5, 3 * 3600, 0]])
+
+            def row(*extra):
+                out = compare(base, cand, "--paired", *extra, seeds="1,2")
+                return [l for l in out.splitlines() if l.startswith("meta-16k ") and
+                        "wait256" in l][0]
+
+            every = row()
+            self.assertIn("wait256 STb +2.0+-0.0", every)
+            self.assertTrue(every.endswith("L/L ?"), every)
+            for extra in (["--wait-against", "best-mean"], ["--wait-against", "kueue-tas-best"]):
+                one = row(*extra)
+                self.assertIn("wait256 KTb -2.0+-0.0", one)
+                self.assertTrue(one.endswith("-/- -"), one)
+            named = row("--wait-against", "volcano-hypernode")
+            self.assertIn("wait256 VH -6.0+-0.0", named)
+            bad = run_script("compare", "--base", base, "--cand", cand, "--clusters", "meta-16k",
+                             "--seeds", "1,2", "--paired", "--wait-against", "no-such-policy")
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("--wait-against no-such-policy: no such baseline", bad.stderr)
+
 
 class Stability(unittest.TestCase):
     def test_how_far_figures_and_verdicts_move_under_a_perturbation(self):
