@@ -405,6 +405,44 @@ TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
   EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
 }
 
+// A real API server ends every watch after the client's timeoutSeconds (300, as topogangd asks):
+// a clean end, whole events then the stream's end. topogangd watches again from the last
+// resourceVersion it saw, so no event is lost and nothing is listed again: here the watches end
+// every 100 ms while pods come and go and a node is cordoned.
+TEST(KubeSyncTest, WatchesTheApiServerEndsResumeWithoutARelistOrALostEvent) {
+  FakeApiServer api;
+  api.SetWatchTimeouts(/*time_scale=*/3000);  // 300 s of cluster time: 100 ms
+  AddNodes(api, 4);
+  KubeDaemon d(api);
+  ASSERT_TRUE(d.sync().WaitSynced(absl::Seconds(10)));
+  const int node_lists = api.lists("nodes"), pod_lists = api.lists("pods");
+  const int pod_watches = api.watches("pods");
+  // Pods of 1 GPU come one by one, each deleted four pods later: the last four, one per node,
+  // stay.
+  for (int i = 0; i < 60; ++i) {
+    api.PutPod(BoundPod(absl::StrCat("p-", i), absl::StrFormat("gpu-node-%03d", i % 4), 1));
+    if (i >= 4) api.DeletePod("default", absl::StrCat("p-", i - 4));
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  Json n1 = MakeNode("gpu-node-001", 8, Labels(1));
+  n1["spec"]["unschedulable"] = true;
+  api.PutNode(n1);
+  EXPECT_TRUE(Eventually([&] {
+    return d.h().state().NodeHealthSources("gpu-node-001") &
+           static_cast<uint8_t>(HealthSource::kKubeCordon);
+  }));
+  for (int n = 0; n < 4; ++n) {
+    const std::string node = absl::StrFormat("gpu-node-%03d", n);
+    EXPECT_TRUE(Eventually([&] { return d.FreeOn(node) == 7; })) << node << ": " << d.FreeOn(node);
+  }
+  EXPECT_GE(api.timed_out_watches(), 10);
+  EXPECT_GE(api.watches("pods"), pod_watches + 5);
+  EXPECT_EQ(d.sync().relists(), 0);
+  EXPECT_EQ(api.lists("nodes"), node_lists);
+  EXPECT_EQ(api.lists("pods"), pod_lists);
+  EXPECT_TRUE(d.h().state().With([](GangScheduler& s) { return s.CheckInvariants(); }).ok());
+}
+
 // A GPU pool's taint (GKE's nvidia.com/gpu=present:NoSchedule) is for pods to tolerate, not a
 // broken node: the node stays healthy, and kube-scheduler filters the pods that do not tolerate
 // it. Label churn that does not touch the tiers (GPU Feature Discovery) never rebuilds the model.

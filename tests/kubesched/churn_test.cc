@@ -117,6 +117,8 @@ class ChurnEndToEnd : public churn::ChurnCluster,
     testing::EmulatedDaemonTest::TearDown();
   }
 
+  void RunDay();
+
   // --- The checker -------------------------------------------------------------------------
   void StartChecker() {
     checker_ = std::thread([this] {
@@ -418,7 +420,8 @@ class ChurnEndToEnd : public churn::ChurnCluster,
   std::thread checker_;
 };
 
-TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
+// The day, then the checks that everything drained (both tests below).
+void ChurnEndToEnd::RunDay() {
   rng_.seed(Seed());
   StartChecker();
   const absl::Time start = absl::Now();
@@ -484,9 +487,36 @@ TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
   }
 }
 
+TEST_P(ChurnEndToEnd, NoGpuTwiceNoSplitGangAndEveryGangStarts) { RunDay(); }
+
 INSTANTIATE_TEST_SUITE_P(Seeds, ChurnEndToEnd,
                          ::testing::Combine(::testing::ValuesIn(Seeds()),
                                             ::testing::ValuesIn(churn::WatchLagsMs())));
+
+// The same day with every watch also ended by the API server's own timeouts, as a real one ends
+// them (FakeApiServer::SetWatchTimeouts): after the client's timeoutSeconds, 300 s for
+// topogangd's and 300-600 s for kube-scheduler's informers (client-go's reflector). Here 300 s of
+// cluster time is 0.2 s, so they end three to five times a second (on a real cluster: every 5-10
+// minutes): each is watched again from its last resourceVersion, between events that keep
+// coming.
+class ChurnWithWatchTimeouts : public ChurnEndToEnd {
+ protected:
+  void SetUp() override {
+    api.SetWatchTimeouts(/*time_scale=*/1500, absl::Minutes(30), Seed());
+    ChurnEndToEnd::SetUp();
+  }
+};
+
+TEST_P(ChurnWithWatchTimeouts, NoGpuTwiceNoSplitGangAndEveryGangStarts) {
+  RunDay();
+  // Several ends per watch over a day of 5-10 s.
+  EXPECT_GE(api.timed_out_watches(), 20);
+  std::cerr << api.timed_out_watches() << " watches ended by their timeouts\n";
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, ChurnWithWatchTimeouts,
+                         ::testing::Combine(::testing::ValuesIn(Seeds()),
+                                            ::testing::Values(churn::WatchLags{})));
 
 }  // namespace
 }  // namespace topogang::kubesched

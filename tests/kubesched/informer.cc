@@ -162,8 +162,13 @@ bool Informer::WatchOnce() {
   cfg.set_timeout(std::chrono::hours(24));  // a watch is open-ended
   try {
     http_client client(server_url_, cfg);
-    const std::string uri = absl::StrCat(
-        path_, "?watch=1&allowWatchBookmarks=true&resourceVersion=", resource_version_);
+    // client-go/tools/cache/reflector.go, watch: `timeoutSeconds :=
+    // int64(r.minWatchTimeout.Seconds() * (rand.Float64() + 1.0))`, minWatchTimeout 5 minutes.
+    const int64_t timeout_seconds = static_cast<int64_t>(
+        300 * (1 + std::uniform_real_distribution<double>(0, 1)(timeout_rng_)));
+    const std::string uri =
+        absl::StrCat(path_, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=", timeout_seconds,
+                     "&resourceVersion=", resource_version_);
     http_response resp = client.request(methods::GET, uri, cancel_->get_token()).get();
     if (resp.status_code() != 200) {
       (void)resp.extract_utf8string(true).get();

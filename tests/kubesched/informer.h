@@ -4,6 +4,8 @@
 // - List, turn the difference to the local store into add/update/delete callbacks (a relist
 //   after a lost watch says "deleted" for objects that vanished meanwhile), then watch from the
 //   list's resourceVersion with bookmarks.
+// - Each watch asks the API server to end it after timeoutSeconds, 5 minutes times a random factor
+//   in [1, 2) (the reflector's minWatchTimeout), so that watches do not hang unseen.
 // - A watch that ends is reopened from the last resourceVersion seen; "410 Gone" (as a status
 //   or an ERROR event) or any other failure relists after a short pause.
 // - `keep` filters objects as a field selector would (kube-scheduler's pod informer drops
@@ -19,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -69,6 +72,7 @@ class Informer {
 
   std::map<std::string, Json> store_;  // namespace/name -> object (informer thread only)
   std::string resource_version_;
+  std::mt19937_64 timeout_rng_{1};  // each watch's timeoutSeconds
   std::atomic<bool> synced_{false}, stopping_{false};
   std::atomic<int> lists_{0}, watches_{0};
   std::mutex mu_;

@@ -10,32 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "tests/support/fake_apiserver_watch.h"
 #include "tests/support/loopback_http_server.h"
 
 namespace topogang::testing {
-
-struct FakeApiServer::Watch : std::enable_shared_from_this<FakeApiServer::Watch> {
-  std::string kind;
-  std::shared_ptr<ReplyStream> stream;  // the watch's chunked reply: one event per line
-  // SetWatchLag: the stream's writes and its close go through `lag`, in order. `closing` is set
-  // at once, under the server's lock, so nothing is written after a close that is still due.
-  LaggedDelivery* lag = nullptr;
-  bool closing = false;
-
-  // Called under the server's lock (a lagged watch's: on the delivery thread, which never takes
-  // it). Nothing here waits: ReplyStream queues the bytes for the connection's own thread.
-  void Write(const std::string& s) {
-    if (lag == nullptr) return stream->Write(s);
-    if (closing) return;
-    lag->Post([self = shared_from_this(), s] { self->stream->Write(s); });
-  }
-  void Close() {
-    if (lag == nullptr) return stream->Close();
-    if (closing) return;
-    closing = true;
-    lag->Post([self = shared_from_this()] { self->stream->Close(); });
-  }
-};
 
 Json MakeNode(const std::string& name, int gpus, const std::map<std::string, std::string>& labels) {
   Json n = Json::parse(R"({"metadata":{"creationTimestamp":"2026-11-22T12:23:58Z"},"spec":{},
@@ -92,6 +70,7 @@ FakeApiServer::FakeApiServer()
 }
 
 FakeApiServer::~FakeApiServer() {
+  StopWatchTimeouts();
   {
     std::lock_guard<std::mutex> lock(mu_);
     shutting_down_ = true;  // no new watch: nothing would close it
@@ -391,8 +370,10 @@ std::vector<std::string> FakeApiServer::lease_holders() {
 // A watch from `resource_version` on: history replayed, then live events (Emit); 410 when the
 // version was compacted away. Called with mu_ held through `lock`.
 void FakeApiServer::ServeWatchLocked(const std::shared_ptr<HttpExchange>& req,
-                                     const std::string& kind, const std::string& resource_version,
+                                     const std::string& kind,
+                                     const std::map<std::string, std::string>& query,
                                      std::unique_lock<std::mutex>& lock) {
+  const std::string resource_version = QueryValue(query, "resourceVersion");
   ++watch_count_[kind];
   int64_t from = 0;
   if (!resource_version.empty()) (void)absl::SimpleAtoi(resource_version, &from);
@@ -416,8 +397,10 @@ void FakeApiServer::ServeWatchLocked(const std::shared_ptr<HttpExchange>& req,
       w->Write(DumpJson(Json{{"type", c.type}, {"object", c.obj}}) + "\n");
     }
   }
+  w->deadline = WatchDeadlineLocked(QueryValue(query, "timeoutSeconds"));
   watches_.push_back(w);
   cv_.notify_all();
+  if (w->deadline != absl::InfiniteFuture()) reaper_cv_.notify_all();
 }
 
 // /apis/coordination.k8s.io/v1/namespaces/{ns}/leases[/{name}]
@@ -589,7 +572,7 @@ void FakeApiServer::HandleCustom(const std::shared_ptr<HttpExchange>& req,
                                 parts[3] + "." + parts[1] + " is forbidden: User cannot list"));
   }
   if (IsWatch(query)) {
-    return ServeWatchLocked(req, kind, QueryValue(query, "resourceVersion"), lock);
+    return ServeWatchLocked(req, kind, query, lock);
   }
   ++lists_[kind];
   Json items = Json::array();
@@ -665,7 +648,7 @@ void FakeApiServer::Handle(const std::shared_ptr<HttpExchange>& req) {
       if (hook) hook(kind);
     }
     std::unique_lock<std::mutex> lock(mu_);
-    if (watch) return ServeWatchLocked(req, kind, QueryValue(query, "resourceVersion"), lock);
+    if (watch) return ServeWatchLocked(req, kind, query, lock);
     ++lists_[kind];
     Json items = Json::array();
     for (const auto& [k, v] : kind == "nodes" ? nodes_ : pods_) items.push_back(v);

@@ -17,8 +17,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -46,6 +48,16 @@ class FakeApiServer {
   std::vector<Json> Pods();  // every pod, one consistent snapshot
 
   void SendBookmark();
+  // Watches end the way the real API server times them out (ListResource in
+  // staging/src/k8s.io/apiserver/pkg/endpoints/handlers/get.go): after the client's
+  // timeoutSeconds, else after --min-request-timeout times a random factor in [1, 2), so that
+  // watches opened together do not all end together. The end is clean (whole events, then the
+  // stream's end, through any SetWatchLag), and the client must watch again from the last
+  // resourceVersion it saw. Both durations are cluster time, run `time_scale` times faster; for
+  // watches opened after the call. Off until called: no watch ends by itself.
+  void SetWatchTimeouts(double time_scale, absl::Duration min_request_timeout = absl::Minutes(30),
+                        uint64_t seed = 1);
+  int timed_out_watches();  // watches ended that way so far
   // Forgets history: open watches get an ERROR 410 event and later watches from an older
   // resourceVersion are answered 410 too, forcing a relist.
   void Compact();
@@ -165,7 +177,20 @@ class FakeApiServer {
   struct Watch;
   void Emit(const std::string& kind, const std::string& type, const Json& obj);
   void ServeWatchLocked(const std::shared_ptr<HttpExchange>& request, const std::string& kind,
-                        const std::string& resource_version, std::unique_lock<std::mutex>& lock);
+                        const std::map<std::string, std::string>& query,
+                        std::unique_lock<std::mutex>& lock);
+  // SetWatchTimeouts (fake_apiserver_watch_timeouts.cc): when a watch opened now with this
+  // timeoutSeconds ("" when not given) ends, and the thread that ends it.
+  absl::Time WatchDeadlineLocked(const std::string& timeout_seconds);
+  void EndTimedOutWatches();
+  void StopWatchTimeouts();
+  double watch_time_scale_ = 0;  // 0: off
+  absl::Duration min_request_timeout_;
+  std::mt19937_64 timeout_rng_;
+  std::condition_variable reaper_cv_;
+  std::thread reaper_;
+  bool reaper_stop_ = false;
+  int timed_out_watches_ = 0;
   void Handle(const std::shared_ptr<HttpExchange>& request);
   void HandleLease(const std::shared_ptr<HttpExchange>& request,
                    const std::vector<std::string>& parts, const std::string& body);
