@@ -1,3 +1,5 @@
+// Over 500 lines: one churn day end to end, with the checker that watches it and the two runs of
+// it (with and without the API server timing watches out), which share the fixture.
 // A day on a shared cluster, compressed, end to end: the real topogangd behind the kube-scheduler
 // emulator, driven by a seeded random mix of what a cluster sees. Gangs of 1 to 16 pods, some
 // held to a node pool by a nodeSelector, arrive (some created pod by pod, as a controller does);
