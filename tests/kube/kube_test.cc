@@ -126,6 +126,17 @@ class KubeDaemon {
   std::unique_ptr<NodeAnnotationWriter> drains_;
 };
 
+// Cordons gpu-node-<i> and waits until topogangd's health has it.
+bool CordonAndSee(FakeApiServer& api, KubeDaemon& d, int i) {
+  const std::string name = absl::StrFormat("gpu-node-%03d", i);
+  Json n = MakeNode(name, 8, Labels(i));
+  n["spec"]["unschedulable"] = true;
+  api.PutNode(n);
+  return Eventually([&] {
+    return d.h().state().NodeHealthSources(name) & static_cast<uint8_t>(HealthSource::kKubeCordon);
+  });
+}
+
 std::string Filter1(testing::Harness& h, const Json& pod, const std::vector<std::string>& names) {
   auto f = ParseFilterResult(h.Post("/filter", testing::FilterBody(pod, names)).body);
   if (!f.ok() || f->node_names.size() != 1) return "";
@@ -355,13 +366,7 @@ TEST(KubeSyncTest, ListWatchBookmarksGoneDropsAndHealth) {
   ASSERT_TRUE(api.WaitFor([&] { return api.open_watches() == 2; }));
 
   // Cordon -> health source set at once.
-  Json n1 = MakeNode("gpu-node-001", 8, Labels(1));
-  n1["spec"]["unschedulable"] = true;
-  api.PutNode(n1);
-  EXPECT_TRUE(Eventually([&] {
-    return d.h().state().NodeHealthSources("gpu-node-001") &
-           static_cast<uint8_t>(HealthSource::kKubeCordon);
-  }));
+  EXPECT_TRUE(CordonAndSee(api, d, 1));
   api.SendBookmark();
 
   // 410 Gone: relist.
@@ -424,13 +429,7 @@ TEST(KubeSyncTest, WatchesTheApiServerEndsResumeWithoutARelistOrALostEvent) {
     if (i >= 4) api.DeletePod("default", absl::StrCat("p-", i - 4));
     absl::SleepFor(absl::Milliseconds(20));
   }
-  Json n1 = MakeNode("gpu-node-001", 8, Labels(1));
-  n1["spec"]["unschedulable"] = true;
-  api.PutNode(n1);
-  EXPECT_TRUE(Eventually([&] {
-    return d.h().state().NodeHealthSources("gpu-node-001") &
-           static_cast<uint8_t>(HealthSource::kKubeCordon);
-  }));
+  EXPECT_TRUE(CordonAndSee(api, d, 1));
   for (int n = 0; n < 4; ++n) {
     const std::string node = absl::StrFormat("gpu-node-%03d", n);
     EXPECT_TRUE(Eventually([&] { return d.FreeOn(node) == 7; })) << node << ": " << d.FreeOn(node);
