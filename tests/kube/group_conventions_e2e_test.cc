@@ -387,6 +387,41 @@ TEST(GroupConventionsE2E, WatchFollowsChangesAndDeletes) {
       api.WaitFor([&] { return Found(d.watch(), GroupKind::kPluginsPodGroup, "ml", "h"); }));
 }
 
+// The API server ends each watch after the client's timeoutSeconds (300 here: every 100 ms at
+// this scale): the watch resumes from the last resourceVersion it saw, with no relist, and sees
+// every change made across the ends.
+TEST(GroupConventionsE2E, WatchesTheApiServerEndsResumeWithoutARelist) {
+  FakeApiServer api;
+  api.SetWatchTimeouts(/*time_scale=*/3000);
+  api.ServeResource("scheduling.x-k8s.io", "v1alpha1", "podgroups");
+  ConventionDaemon d(api);
+  const std::string kind = "scheduling.x-k8s.io/v1alpha1/podgroups";
+  const int lists = api.lists(kind), watches = api.watches(kind);
+  // PodGroup i asks for i + 2 members; each is deleted four later, so pg-36..pg-39 stay.
+  for (int i = 0; i < 40; ++i) {
+    api.PutObject("scheduling.x-k8s.io", "v1alpha1", "podgroups",
+                  {{"metadata", {{"name", absl::StrCat("pg-", i)}, {"namespace", "ml"}}},
+                   {"spec", {{"minMember", i + 2}}}});
+    if (i >= 4) {
+      api.DeleteObject("scheduling.x-k8s.io", "v1alpha1", "podgroups", "ml",
+                       absl::StrCat("pg-", i - 4));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  for (int i = 36; i < 40; ++i) {
+    EXPECT_TRUE(api.WaitFor([&] {
+      return d.watch()
+                 .Find(GroupKind::kPluginsPodGroup, "ml", absl::StrCat("pg-", i))
+                 .object.min_count == i + 2;
+    })) << "pg-"
+        << i;
+  }
+  EXPECT_FALSE(Found(d.watch(), GroupKind::kPluginsPodGroup, "ml", "pg-35"));
+  EXPECT_GE(api.timed_out_watches(), 5);
+  EXPECT_GE(api.watches(kind), watches + 5);
+  EXPECT_EQ(api.lists(kind), lists);
+}
+
 TEST(GroupConventionsE2E, ForbiddenKindIsAClearErrorAndConflictsPostOneWarning) {
   FakeApiServer api;
   api.ServeResource("jobset.x-k8s.io", "v1alpha2", "jobsets");
