@@ -3,6 +3,8 @@
 #include "tests/support/fake_apiserver.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <iostream>
 #include <stdexcept>
 
 #include "absl/strings/match.h"
@@ -67,6 +69,17 @@ FakeApiServer::FakeApiServer()
     : server_(std::make_unique<LoopbackHttpServer>(
           [this](std::shared_ptr<HttpExchange> ex) { Handle(ex); })) {
   url_ = server_->url();
+  // A hunt across every suite: each fake times its watches out at this scale (README, "Watches the
+  // API server ends").
+  if (const char* s = std::getenv("TOPOGANG_FAKE_WATCH_TIMEOUT_SCALE")) {
+    double scale = 0;
+    if (absl::SimpleAtod(s, &scale) && scale > 0) {
+      SetWatchTimeouts(scale);
+    } else {
+      std::cerr << "FakeApiServer: TOPOGANG_FAKE_WATCH_TIMEOUT_SCALE=" << s
+                << " is not a positive number; watches do not time out\n";
+    }
+  }
 }
 
 FakeApiServer::~FakeApiServer() {
