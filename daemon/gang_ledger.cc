@@ -278,10 +278,11 @@ GangLedger::Stats GangLedger::GetStats() const {
   }
   const absl::Time now = state_.clock().Now();
   const bool overload_option = options_.queue.LargeOverloadSwitch();
-  std::tie(s.degraded_gangs, s.large_overload) = state_.With([&](GangScheduler& core) {
+  std::tie(s.degraded_gangs, s.large_overload, s.queued) = state_.With([&](GangScheduler& core) {
     int n = 0;
     for (const auto& [name, rec] : core.gangs()) n += rec.slower_since_repair.empty() ? 0 : 1;
-    return std::pair{n, overload_option ? (admission_->LargeGangsOverload(now) ? 1 : 0) : -1};
+    return std::tuple{n, overload_option ? (admission_->LargeGangsOverload(now) ? 1 : 0) : -1,
+                      admission_->Queued(now)};
   });
   return s;
 }

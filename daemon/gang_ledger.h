@@ -157,6 +157,7 @@ class GangLedger {
     // QueueOptions::large_in_order_overload_backlog in use: 1 while the large gangs overload
     // the cluster, 0 while they do not; -1 when the option is off.
     int large_overload = -1;
+    Admission::Waiting queued;  // what waits in the admission queue (Admission::Queued)
   };
   Stats GetStats() const;
 

@@ -6,6 +6,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "absl/strings/str_cat.h"
 #include "daemon/daemon_state.h"
 #include "daemon/gang_ledger.h"
 #include "daemon/version.h"
@@ -208,6 +209,29 @@ void DaemonMetrics::AttachLedger(const GangLedger* ledger) {
                                "back (RepairRestored). Restarting one re-plans it whole.")
                            .Register(*registry_)
                            .Add({});
+    const std::string large =
+        absl::StrCat("large: gangs of queue.hold_min_gpus (", ledger->options().queue.hold_min_gpus,
+                     ") GPUs or more, those it holds for");
+    auto& queued =
+        prometheus::BuildGauge()
+            .Name("topogang_queue_gangs")
+            .Help(absl::StrCat("Gangs waiting in the admission queue for room, by size (", large,
+                               "; small: the rest)."))
+            .Register(*registry_);
+    auto& longest =
+        prometheus::BuildGauge()
+            .Name("topogang_queue_longest_wait_seconds")
+            .Help(absl::StrCat("How long the longest-waiting gang of each size in the admission "
+                               "queue has waited since it first asked (",
+                               large,
+                               "); 0 when none waits. Alert on size=\"large\": a starving "
+                               "large gang."))
+            .Register(*registry_);
+    for (size_t i = 0; i < 2; ++i) {
+      const std::string size = i == 0 ? "large" : "small";
+      queued_[i] = &queued.Add({{"size", size}});
+      longest_wait_[i] = &longest.Add({{"size", size}});
+    }
     if (ledger->options().queue.LargeOverloadSwitch()) {
       large_overload_ = &prometheus::BuildGauge()
                              .Name("topogang_queue_large_overload")
@@ -247,6 +271,10 @@ void DaemonMetrics::UpdateScrapeGauges() {
     held_binds_->Set(st.held_binds);
     gangs_degraded_->Set(st.degraded_gangs);
     if (large_overload_ != nullptr) large_overload_->Set(st.large_overload);
+    queued_[0]->Set(st.queued.large);
+    queued_[1]->Set(st.queued.small);
+    longest_wait_[0]->Set(absl::ToDoubleSeconds(st.queued.longest_large));
+    longest_wait_[1]->Set(absl::ToDoubleSeconds(st.queued.longest_small));
   }
   if (state_ != nullptr) {
     const DaemonState::HealthCounts h = state_->CountHealth();

@@ -106,6 +106,8 @@ class DaemonMetrics {
   prometheus::Gauge* held_binds_ = nullptr;
   prometheus::Gauge* gangs_degraded_ = nullptr;
   prometheus::Gauge* large_overload_ = nullptr;  // only with the queue's overload backlog set
+  // topogang_queue_gangs / topogang_queue_longest_wait_seconds {size="large"|"small"}
+  std::array<prometheus::Gauge*, 2> queued_{}, longest_wait_{};
   prometheus::Gauge* gpus_free_ = nullptr;
   prometheus::Gauge* gpus_allocated_ = nullptr;
   prometheus::Gauge* gpus_unhealthy_ = nullptr;

@@ -68,6 +68,15 @@ class Admission {
   // (GangQueue::large_overload_seen, SeedLargeOverload); InfinitePast where no switch applies.
   virtual absl::Time LargeOverloadSeen() const { return absl::InfinitePast(); }
   virtual void SeedLargeOverload(absl::Time /*seen*/, absl::Time /*now*/) {}
+  // What waits in the queue now, for the daemon's metrics: the gangs of
+  // QueueOptions::hold_min_gpus or more (those the queue keeps from starving; issue #12's "256+")
+  // and the rest, each with the longest wait since a gang's arrival (zero when none waits). An
+  // operator alerts on the large gangs' longest wait, which no counter shows.
+  struct Waiting {
+    int large = 0, small = 0;
+    absl::Duration longest_large, longest_small;
+  };
+  virtual Waiting Queued(absl::Time /*now*/) const { return {}; }
 };
 
 class DirectAdmission : public Admission {

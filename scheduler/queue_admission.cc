@@ -153,4 +153,20 @@ void QueueAdmission::Seed(const std::map<std::string, QueueSeniority>& arrivals,
   }
 }
 
+Admission::Waiting QueueAdmission::Queued(absl::Time now) const {
+  Waiting w;
+  for (const GangQueue::Entry& e : queue_.waiting()) {
+    // From its arrival (Enqueue's time: the first request, or a seeded one), never negative.
+    const absl::Duration waited = std::max(absl::ZeroDuration(), now - e.enqueued);
+    if (e.spec.total_gpus() >= queue_.options().hold_min_gpus) {
+      ++w.large;
+      w.longest_large = std::max(w.longest_large, waited);
+    } else {
+      ++w.small;
+      w.longest_small = std::max(w.longest_small, waited);
+    }
+  }
+  return w;
+}
+
 }  // namespace topogang

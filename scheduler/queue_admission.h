@@ -52,6 +52,8 @@ class QueueAdmission : public Admission {
     queue_.SeedLargeOverload(seen, now);
   }
 
+  Waiting Queued(absl::Time now) const override;
+
   const GangQueue& queue() const { return queue_; }
 
  private:

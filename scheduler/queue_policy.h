@@ -223,6 +223,7 @@ class GangQueue {
                                     const NodeExclusion& hold_exclude = {});
 
   const std::vector<Entry>& waiting() const { return waiting_; }
+  const QueueOptions& options() const { return options_; }
   // Whether the large gangs overload the cluster: the gangs of hold_min_gpus or more still
   // waiting after a Schedule pass asked for more than large_in_order_overload_backlog of its
   // GPUs, after the last pass or within large_in_order_overload_memory before `now` (always

@@ -1,3 +1,4 @@
+// Over 500 lines: one suite for /metrics, every family checked against the same scrape helpers.
 // GET /metrics on the real extender server over loopback: every scrape is checked against the
 // Prometheus text format (prom_text.h) and the numbers against what the test drove through the
 // verbs and the model. The last test scrapes the topogangd binary itself (main.cc wiring).
@@ -8,6 +9,7 @@
 
 #include <future>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -86,6 +88,8 @@ TEST(MetricsTest, EveryFamilyIsDescribedAndStartsAtZero) {
       {"topogang_ready", "gauge"},
       {"topogang_model_synced", "gauge"},
       {"topogang_build_info", "gauge"},
+      {"topogang_queue_gangs", "gauge"},
+      {"topogang_queue_longest_wait_seconds", "gauge"},
   };
   for (const auto& [name, type] : want) {
     auto it = m.families().find(name);
@@ -111,6 +115,10 @@ TEST(MetricsTest, EveryFamilyIsDescribedAndStartsAtZero) {
   EXPECT_EQ(m.Get("topogang_leader"), 1);
   EXPECT_EQ(m.Get("topogang_ready"), 1);
   EXPECT_EQ(m.Get("topogang_model_synced"), 1);
+  for (const char* size : {"large", "small"}) {
+    EXPECT_EQ(m.Get("topogang_queue_gangs", {{"size", size}}), 0) << size;
+    EXPECT_EQ(m.Get("topogang_queue_longest_wait_seconds", {{"size", size}}), 0) << size;
+  }
   int build_info = 0;
   for (const auto& s : m.samples()) {
     if (s.name != "topogang_build_info") continue;
@@ -326,6 +334,42 @@ TEST(MetricsTest, TheQueuesLargeGangOverloadIsVisibleWithItsOption) {
       PassedNode(h.Post("/filter", testing::FilterBody(MakePod(GangPod("w", 5, 0, 8)), names))),
       "");
   EXPECT_EQ(Scrape(h).Get("topogang_queue_large_overload"), 1);
+}
+
+// What waits in the admission queue, by size (queue.hold_min_gpus 16 here), and the longest
+// wait of each size: the large gangs' is what an operator alerts on (issue #12's 256+ wait).
+TEST(MetricsTest, TheQueuesWaitingGangsAndTheirLongestWaitsBySize) {
+  GangLedgerOptions o;
+  o.queue.hold_min_gpus = 16;
+  Harness h(TestCluster(8), o);
+  ASSERT_TRUE(h.ok());
+  const std::vector<std::string> names = NodeNames(8);
+  // 7 x 8 GPUs reserved leaves one free node: a 2 x 8 gang (large) and a 3 x 4 one (small)
+  // wait; a second large one asks later.
+  ASSERT_FALSE(
+      PassedNode(h.Post("/filter", testing::FilterBody(MakePod(GangPod("g", 7, 0, 8)), names)))
+          .empty());
+  const absl::Time asked = absl::Now();
+  for (const auto& [name, members, gpus] :
+       {std::tuple{"big", 2, 8}, std::tuple{"small", 3, 4}, std::tuple{"big2", 2, 8}}) {
+    EXPECT_EQ(PassedNode(h.Post(
+                  "/filter", testing::FilterBody(MakePod(GangPod(name, members, 0, gpus)), names))),
+              "")
+        << name;
+  }
+  absl::SleepFor(absl::Milliseconds(50));
+  PromText m = Scrape(h);
+  const absl::Duration since = absl::Now() - asked;
+  EXPECT_EQ(m.Get("topogang_queue_gangs", {{"size", "large"}}), 2);
+  EXPECT_EQ(m.Get("topogang_queue_gangs", {{"size", "small"}}), 1);
+  for (const char* size : {"large", "small"}) {
+    const double waited = m.Get("topogang_queue_longest_wait_seconds", {{"size", size}});
+    EXPECT_GE(waited, 0.05) << size;
+    EXPECT_LE(waited, absl::ToDoubleSeconds(since)) << size;
+  }
+  EXPECT_NE(m.families().at("topogang_queue_gangs").help.find("hold_min_gpus (16)"),
+            std::string::npos)
+      << m.families().at("topogang_queue_gangs").help;
 }
 
 TEST(MetricsTest, StandbyRepliesAndLeadershipAreVisible) {

@@ -863,7 +863,9 @@ def check_render(manifests, values, label, rep, topogangd, chart_dir):
             elif 'namespace="%s"' % NS not in r["expr"]:
                 rep.fail("%s: alert %s does not select the release namespace: %s" % (label, r["alert"], r["expr"]))
             for v in (r.get("annotations") or {}).values():
-                if "{{" in v and not re.search(r"\{\{ \$value( \| humanize)? \}\}", v):
+                # Prometheus' template functions humanize and humanizeDuration
+                # (https://prometheus.io/docs/prometheus/latest/configuration/template_reference/).
+                if "{{" in v and not re.search(r"\{\{ \$value( \| humanize(Duration)?)? \}\}", v):
                     rep.fail("%s: alert %s: annotation with a template Prometheus cannot read: %s" % (label, r["alert"], v))
     for cmap in objs("ConfigMap", NS):
         if dig(cmap, "metadata", "labels", "grafana_dashboard") == "1":

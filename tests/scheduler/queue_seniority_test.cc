@@ -176,5 +176,39 @@ TEST(QueueSeniority, ARequiredTierLapsesFromTheSeededArrival) {
       << "30 minutes after the arrival the earlier leader saw, not after the restart";
 }
 
+// Queued (the daemon's topogang_queue_* gauges): the waiting gangs by size, and each size's
+// longest wait from the gang's arrival, a seeded one included.
+TEST(QueueSeniority, QueuedCountsTheWaitingGangsBySizeWithTheLongestWaitSinceArrival) {
+  GangScheduler s = TwoNodesOneBusy();
+  QueueOptions o;
+  o.hold_min_gpus = 16;
+  QueueAdmission admission(o);
+  Admission::Waiting w = admission.Queued(kT0);
+  EXPECT_EQ(w.large + w.small, 0);
+  EXPECT_EQ(w.longest_large, absl::ZeroDuration());
+  admission.Seed({{"old", {kT0 - absl::Hours(2)}}}, kT0);  // an earlier leader's record
+  EXPECT_TRUE(absl::IsResourceExhausted(Ask(admission, s, Gang("old", 2, 8), kT0).status()));
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      Ask(admission, s, Gang("small", 3, 4), kT0 + absl::Minutes(1)).status()));
+  EXPECT_TRUE(absl::IsResourceExhausted(
+      Ask(admission, s, Gang("young", 2, 8), kT0 + absl::Minutes(2)).status()));
+  w = admission.Queued(kT0 + absl::Minutes(4));
+  EXPECT_EQ(w.large, 2);
+  EXPECT_EQ(w.small, 1);
+  EXPECT_EQ(w.longest_large, absl::Hours(2) + absl::Minutes(4));
+  EXPECT_EQ(w.longest_small, absl::Minutes(3));
+  // Room for one large gang (within the 6 minutes a gang that stopped asking stays queued): the
+  // oldest starts, and the younger one's wait is the longest now.
+  ASSERT_TRUE(s.Release("busy").ok());
+  admission.Pass(s, kT0 + absl::Minutes(5), {}, {});
+  ASSERT_NE(s.Find("old"), nullptr);
+  w = admission.Queued(kT0 + absl::Minutes(5));
+  EXPECT_EQ(w.large, 1);
+  EXPECT_EQ(w.small, 1);
+  EXPECT_EQ(w.longest_large, absl::Minutes(3));
+  // The default admission has no queue.
+  EXPECT_EQ(DirectAdmission().Queued(kT0).large, 0);
+}
+
 }  // namespace
 }  // namespace topogang
