@@ -282,8 +282,9 @@ class GangLedger {
   void ShrinkToBoundLocked(const std::string& id, const std::string& why,
                            std::vector<std::pair<BindCallback, std::string>>* fail);
   void ExpireFillsLocked(std::vector<std::pair<BindCallback, std::string>>* fail);
-  // A pending gang none of whose free slots kube-scheduler offered a member: drops it so the
-  // filter plans it again inside that member's offered nodes. False when it must not (bound
+  // A pending gang (or pod of no gang) none of whose free slots kube-scheduler offered a member,
+  // or whose member's own slot is no longer offered: drops it so the filter plans it again
+  // inside that member's offered nodes. False when it must not (bound
   // members, binding, kMaxReplans counted re-plans within kReplanMemory, or a reservation not
   // planned inside an offer that this filter call (`replanned`) already planned again).
   bool DropForReplanLocked(const std::string& id, bool replanned,

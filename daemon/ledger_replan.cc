@@ -1,8 +1,9 @@
 // Re-planning a waiting gang inside what kube-scheduler offers its pods. A reservation can sit on
 // nodes a member is not offered: another gang's queue pass planned it without this gang's offer,
 // a node freed moments ago was not yet free in kube-scheduler's cache, a node was cordoned or
-// tainted, or the members' own constraints disagree. Only the last can repeat without end, so
-// only reservations planned inside an offer count against the limit.
+// tainted, a model rebuild re-planned it without its offers' exclusions, or the members' own
+// constraints disagree. Only the last can repeat without end, so only reservations planned
+// inside an offer count against the limit. A pod of no gang is re-planned the same way.
 #include "absl/strings/str_cat.h"
 #include "daemon/gang_ledger.h"
 #include "daemon/ledger_util.h"
@@ -13,7 +14,10 @@ bool GangLedger::DropForReplanLocked(const std::string& id, bool replanned, Fail
   auto it = gangs_.find(id);
   if (it == gangs_.end()) return false;
   const Entry& e = it->second;
-  if (!e.multi || e.adopted || e.running || e.binding) return false;
+  // A pod of no gang too: a model rebuild plans it again without the nodes its offers had
+  // excluded (they index the old model), and steered to a node it is not offered it was refused
+  // as unresolvable, parked by kube-scheduler while its reservation ran out.
+  if (e.adopted || e.running || e.binding) return false;
   for (const Member& m : e.slots) {
     if (m.bound) return false;
   }

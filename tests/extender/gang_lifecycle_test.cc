@@ -1,3 +1,5 @@
+// Over 500 lines: one suite for a gang's life in the extender (filter, re-plan, bind, expiry),
+// its cases sharing the fixture and its helpers.
 // The gang lifecycle under kube-scheduler's real behaviour (issue #6), at the service level:
 // gangs planned inside the nodes kube-scheduler offers, slots that stop being offered, held
 // members whose slot moves, pods deleted while pending, bindings that fail, and watch events that
@@ -157,6 +159,33 @@ TEST(GangLifecycleTest, ARetryWhoseSlotIsNoLongerOfferedReplansTheGang) {
   bool replanned = false;
   for (const DecisionEvent& e : f.state.WaitEvents(0, absl::Now(), 1000)) {
     replanned |= e.kind == "replan" && e.gang == "default/q";
+  }
+  EXPECT_TRUE(replanned);
+}
+
+// The same for a pod of no gang: its retry finds its reserved node no longer offered (its own
+// filters now reject the node, or a model rebuild planned it again without the nodes its offers
+// had excluded, which index the old model). It is planned again inside the offer. Refused as
+// unresolvable, kube-scheduler parked it until the next cluster event or for 5 minutes while its
+// reservation ran out (a churn run stalled 20 s on such a pod).
+TEST(GangLifecycleTest, APodOfNoGangWhoseNodeIsNoLongerOfferedIsPlannedAgain) {
+  Fixture f(32);
+  testing::PodOpts o;
+  o.name = "solo";
+  o.gpus = 2;
+  Json p = MakePod(o);
+  std::string n0 = OnlyPassing(f.FilterOffered(p, f.names));
+  std::vector<std::string> without;
+  for (const std::string& n : f.names) {
+    if (n != n0) without.push_back(n);
+  }
+  std::string again = OnlyPassing(f.FilterOffered(p, without));
+  EXPECT_NE(again, n0);
+  EXPECT_FALSE(again.empty());
+  EXPECT_EQ(f.UsedGpus(), 2);
+  bool replanned = false;
+  for (const DecisionEvent& e : f.state.WaitEvents(0, absl::Now(), 1000)) {
+    replanned |= e.kind == "replan";
   }
   EXPECT_TRUE(replanned);
 }
