@@ -143,24 +143,31 @@ TEST(GangLifecycleTest, AMemberNotOfferedItsSlotsReplansTheGang) {
   EXPECT_EQ(b1.get(), "");
 }
 
-// A member's retry finds its slot no longer offered (kube-scheduler's own filters now reject
-// that node): the gang is planned again, not steered to a node it will never get.
-TEST(GangLifecycleTest, ARetryWhoseSlotIsNoLongerOfferedReplansTheGang) {
-  Fixture f(32);
-  Json p0 = MakePod(GangPod("q", 2, 0, 8));
-  std::string n0 = OnlyPassing(f.FilterOffered(p0, f.names));
+// `pod` filters with every node offered, then retries with its node no longer offered (its own
+// filters now reject it): it must pass another node, and a "replan" event for `gang` is
+// published.
+void RetryWithoutItsNodeIsPlannedAgain(Fixture& f, const Json& pod, const std::string& gang) {
+  std::string n0 = OnlyPassing(f.FilterOffered(pod, f.names));
   std::vector<std::string> without;
   for (const std::string& n : f.names) {
     if (n != n0) without.push_back(n);
   }
-  std::string again = OnlyPassing(f.FilterOffered(p0, without));
+  std::string again = OnlyPassing(f.FilterOffered(pod, without));
   EXPECT_NE(again, n0);
-  EXPECT_EQ(f.UsedGpus(), 16);
+  EXPECT_FALSE(again.empty());
   bool replanned = false;
   for (const DecisionEvent& e : f.state.WaitEvents(0, absl::Now(), 1000)) {
-    replanned |= e.kind == "replan" && e.gang == "default/q";
+    replanned |= e.kind == "replan" && e.gang == gang;
   }
   EXPECT_TRUE(replanned);
+}
+
+// A member's retry finds its slot no longer offered (kube-scheduler's own filters now reject
+// that node): the gang is planned again, not steered to a node it will never get.
+TEST(GangLifecycleTest, ARetryWhoseSlotIsNoLongerOfferedReplansTheGang) {
+  Fixture f(32);
+  RetryWithoutItsNodeIsPlannedAgain(f, MakePod(GangPod("q", 2, 0, 8)), "default/q");
+  EXPECT_EQ(f.UsedGpus(), 16);
 }
 
 // The same for a pod of no gang: its retry finds its reserved node no longer offered (its own
@@ -173,21 +180,8 @@ TEST(GangLifecycleTest, APodOfNoGangWhoseNodeIsNoLongerOfferedIsPlannedAgain) {
   testing::PodOpts o;
   o.name = "solo";
   o.gpus = 2;
-  Json p = MakePod(o);
-  std::string n0 = OnlyPassing(f.FilterOffered(p, f.names));
-  std::vector<std::string> without;
-  for (const std::string& n : f.names) {
-    if (n != n0) without.push_back(n);
-  }
-  std::string again = OnlyPassing(f.FilterOffered(p, without));
-  EXPECT_NE(again, n0);
-  EXPECT_FALSE(again.empty());
+  RetryWithoutItsNodeIsPlannedAgain(f, MakePod(o), "default/pod:solo");
   EXPECT_EQ(f.UsedGpus(), 2);
-  bool replanned = false;
-  for (const DecisionEvent& e : f.state.WaitEvents(0, absl::Now(), 1000)) {
-    replanned |= e.kind == "replan";
-  }
-  EXPECT_TRUE(replanned);
 }
 
 // Members whose constraints exclude each other cannot be placed together: a few re-plans, then
