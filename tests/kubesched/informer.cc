@@ -163,9 +163,10 @@ bool Informer::WatchOnce() {
   try {
     http_client client(server_url_, cfg);
     // client-go/tools/cache/reflector.go, watch: `timeoutSeconds :=
-    // int64(r.minWatchTimeout.Seconds() * (rand.Float64() + 1.0))`, minWatchTimeout 5 minutes.
+    // int64(r.minWatchTimeout.Seconds() * (rand.Float64() + 1.0))`.
+    constexpr double kMinWatchTimeoutSeconds = 300;  // the reflector's default minWatchTimeout
     const int64_t timeout_seconds = static_cast<int64_t>(
-        300 * (1 + std::uniform_real_distribution<double>(0, 1)(timeout_rng_)));
+        kMinWatchTimeoutSeconds * (1 + std::uniform_real_distribution<double>(0, 1)(timeout_rng_)));
     const std::string uri =
         absl::StrCat(path_, "?watch=1&allowWatchBookmarks=true&timeoutSeconds=", timeout_seconds,
                      "&resourceVersion=", resource_version_);
